@@ -1,0 +1,133 @@
+package mediator
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, machine-readable reason for a decision or an error.
+// Codes are part of the wire protocol (the reply's "code" field and every
+// denial record): never rename one, only add.
+type Code string
+
+// The reason codes. The empty Code is never a valid reason: a Decision or an
+// Error carrying it denies and reports CodeInternal on the wire.
+const (
+	CodeAllowed Code = "allowed"
+
+	// Request and protocol level.
+	CodeBadRequest       Code = "bad_request"
+	CodeUnknownType      Code = "unknown_type"
+	CodeOriginNotAllowed Code = "origin_not_allowed"
+	CodeTooLarge         Code = "too_large"
+	CodeTimeout          Code = "timeout"
+	CodeInternal         Code = "internal_error"
+
+	// Agents and profiles.
+	CodeUnknownAgent       Code = "unknown_agent"
+	CodeInvalidProfile     Code = "invalid_profile"
+	CodeInvalidAllowedHost Code = "invalid_allowed_host"
+	CodeHashMismatch       Code = "hash_mismatch"
+
+	// Permissions.
+	CodePermissionNotGranted Code = "permission_not_granted"
+	CodeUnknownPermission    Code = "unknown_permission"
+
+	// Network.
+	CodeNetworkDisabled  Code = "network_disabled"
+	CodeHostNotAllowed   Code = "host_not_allowed"
+	CodePrivateAddress   Code = "private_address"
+	CodeSchemeNotAllowed Code = "scheme_not_allowed"
+	CodeNonCanonicalHost Code = "non_canonical_host"
+	CodeInvalidURL       Code = "invalid_url"
+	CodeHeaderNotAllowed Code = "header_not_allowed"
+	CodeTooManyRedirects Code = "too_many_redirects"
+	CodeUpstreamError    Code = "upstream_error"
+	CodeDNSError         Code = "dns_error"
+	CodeMethodNotAllowed Code = "method_not_allowed"
+)
+
+// Decision is the outcome of one security check. The zero value denies:
+// Allowed is false and Code is empty, which callers report as internal_error.
+type Decision struct {
+	Allowed bool   `json:"allowed"`
+	Code    Code   `json:"code"`
+	Reason  string `json:"reason,omitempty"` // a sentence for people
+}
+
+// Allow returns an allowing decision.
+func Allow(reason string) Decision {
+	return Decision{Allowed: true, Code: CodeAllowed, Reason: reason}
+}
+
+// Deny returns a denying decision with a reason code and a sentence.
+func Deny(code Code, reason string) Decision {
+	if code == CodeAllowed || code == "" {
+		code = CodeInternal
+	}
+	return Decision{Code: code, Reason: reason}
+}
+
+// Err turns a denying decision into an *Error; it returns nil when allowed.
+func (d Decision) Err() error {
+	if d.Allowed && d.Code == CodeAllowed {
+		return nil
+	}
+	code := d.Code
+	if code == "" || code == CodeAllowed {
+		code = CodeInternal
+	}
+	return &Error{Code: code, Msg: d.Reason}
+}
+
+// Error is an error with a reason code. Wrap it with context freely;
+// CodeOf finds it again.
+type Error struct {
+	Code Code
+	Msg  string
+	Err  error // optional cause
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Msg != "" && e.Err != nil:
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Msg, e.Err)
+	case e.Msg != "":
+		return fmt.Sprintf("%s: %s", e.Code, e.Msg)
+	case e.Err != nil:
+		return fmt.Sprintf("%s: %v", e.Code, e.Err)
+	}
+	return string(e.Code)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the reason code carried by err, or CodeInternal when err
+// carries none. It returns "" for a nil error.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Code != "" && e.Code != CodeAllowed {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// MessageOf returns the sentence for people carried by err.
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Msg != "" {
+		return e.Msg
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,231 @@
+package mediator
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Permission names an API family an agent may be granted (seed 000).
+type Permission string
+
+// The permissions the host knows. Anything else is unknown and denied.
+const (
+	PermConsoleLog     Permission = "console.log"
+	PermPageRead       Permission = "page.read"
+	PermPageWrite      Permission = "page.write"
+	PermClipboardRead  Permission = "clipboard.read"
+	PermClipboardWrite Permission = "clipboard.write"
+	PermNetworkFetch   Permission = "network.fetch"
+	PermNotifications  Permission = "notifications"
+)
+
+// KnownPermissions lists every permission in a stable order.
+var KnownPermissions = []Permission{
+	PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardRead,
+	PermClipboardWrite, PermNetworkFetch, PermNotifications,
+}
+
+// ParsePermission returns p when it is a known permission. Process spawning
+// and foreign-function access ("run", "ffi" in seed 003) are not permissions
+// at all, so they are unknown like any other name.
+func ParsePermission(s string) (Permission, error) {
+	p := Permission(s)
+	if slices.Contains(KnownPermissions, p) {
+		return p, nil
+	}
+	return "", Errorf(CodeUnknownPermission, "permission %q is not known", truncate(s, 64))
+}
+
+// DOM access levels (capabilities.domAccess).
+const (
+	DOMNone     = "none"
+	DOMReadOnly = "read-only"
+	DOMFull     = "full"
+)
+
+// Limits that bound what a profile may ask for.
+const (
+	MaxAgentIDLen       = 128
+	MaxAllowedHosts     = 10000
+	MaxAllowedHostLen   = 260
+	DefaultMaxMemory    = 16 << 20 // bytes; enough for a small Go or Rust guest
+	MaxMaxMemory        = 4 << 30  // bytes; wasm32's whole address space
+	DefaultTimeoutMS    = 30_000   // ms; long enough for a slow fetch, short enough to notice a hang
+	MaxTimeoutMS        = 600_000  // ms; ten minutes
+	MaxProfileBytes     = 1 << 20
+	maxDescriptionRunes = 1000
+)
+
+// Profile is an agent's identity and what it asks for, in the seed's shape.
+// Units: MaxMemory in bytes, ExecutionTimeout in milliseconds.
+type Profile struct {
+	AgentID      string       `json:"agentId"`
+	Name         string       `json:"name,omitempty"`
+	Version      string       `json:"version,omitempty"`
+	Description  string       `json:"description,omitempty"`
+	Author       string       `json:"author,omitempty"`
+	ModuleSHA256 string       `json:"moduleSha256,omitempty"` // pins the module; a mismatch is refused
+	Permissions  Permissions  `json:"permissions"`
+	Capabilities Capabilities `json:"capabilities"`
+}
+
+// Permissions is the profile's permission request.
+type Permissions struct {
+	Required []Permission `json:"required"`
+	Optional []Permission `json:"optional,omitempty"`
+}
+
+// Capabilities are execution limits and ACLs. The zero value is the most
+// restrictive: no network, no hosts, default memory and time, no DOM.
+type Capabilities struct {
+	NetworkAccess    bool     `json:"networkAccess"`
+	AllowedHosts     []string `json:"allowedHosts"`
+	MaxMemory        int64    `json:"maxMemory"`
+	ExecutionTimeout int64    `json:"executionTimeout"`
+	DOMAccess        string   `json:"domAccess"`
+}
+
+// Timeout returns the execution timeout as a duration.
+func (c Capabilities) Timeout() time.Duration {
+	return time.Duration(c.ExecutionTimeout) * time.Millisecond
+}
+
+var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// ValidAgentID reports whether id may name an agent: 1 to 128 characters of
+// ASCII letters, digits, '.', '_' and '-', starting with a letter or digit.
+// The id reaches file names, log lines and SQL parameters, so it is kept plain.
+func ValidAgentID(id string) error {
+	if id == "" || len(id) > MaxAgentIDLen || !agentIDPattern.MatchString(id) {
+		return Errorf(CodeInvalidProfile, "agentId %q must be 1-%d characters of letters, digits, '.', '_' or '-', starting with a letter or digit", truncate(id, 64), MaxAgentIDLen)
+	}
+	return nil
+}
+
+// ParseProfile decodes and normalises an untrusted profile. Unknown fields
+// are refused, so a misspelt "allowedhosts" cannot silently mean "none".
+// The allowedHosts entries are only bounded here; their syntax belongs to
+// netproxy, which the caller must also run.
+func ParseProfile(data []byte) (Profile, error) {
+	if len(data) > MaxProfileBytes {
+		return Profile{}, Errorf(CodeTooLarge, "profile is %d bytes; the limit is %d", len(data), MaxProfileBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		return Profile{}, &Error{Code: CodeInvalidProfile, Msg: "profile is not valid JSON of the expected shape", Err: err}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Profile{}, Errorf(CodeInvalidProfile, "profile has trailing data after the JSON object")
+	}
+	if err := p.Normalize(); err != nil {
+		return Profile{}, err
+	}
+	return p, nil
+}
+
+// Normalize validates p and fills defaults in place: duplicate permissions
+// are dropped and sorted, domAccess defaults to "none", zero limits become the
+// defaults. It is idempotent.
+func (p *Profile) Normalize() error {
+	if err := ValidAgentID(p.AgentID); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, v string }{
+		{"name", p.Name}, {"version", p.Version}, {"description", p.Description}, {"author", p.Author},
+	} {
+		if len([]rune(f.v)) > maxDescriptionRunes || strings.ContainsFunc(f.v, isControl) {
+			return Errorf(CodeInvalidProfile, "%s is longer than %d characters or holds control characters", f.name, maxDescriptionRunes)
+		}
+	}
+	if p.ModuleSHA256 != "" && !isHexSHA256(p.ModuleSHA256) {
+		return Errorf(CodeInvalidProfile, "moduleSha256 must be 64 lowercase hex digits")
+	}
+	var err error
+	if p.Permissions.Required, err = normalizePermissions(p.Permissions.Required); err != nil {
+		return fmt.Errorf("permissions.required: %w", err)
+	}
+	if p.Permissions.Optional, err = normalizePermissions(p.Permissions.Optional); err != nil {
+		return fmt.Errorf("permissions.optional: %w", err)
+	}
+	c := &p.Capabilities
+	if len(c.AllowedHosts) > MaxAllowedHosts {
+		return Errorf(CodeInvalidProfile, "allowedHosts has %d entries; the limit is %d", len(c.AllowedHosts), MaxAllowedHosts)
+	}
+	if c.AllowedHosts == nil {
+		c.AllowedHosts = []string{}
+	}
+	for _, h := range c.AllowedHosts {
+		if len(h) == 0 || len(h) > MaxAllowedHostLen {
+			return Errorf(CodeInvalidAllowedHost, "allowedHosts entry %q is empty or longer than %d bytes", truncate(h, 64), MaxAllowedHostLen)
+		}
+	}
+	switch {
+	case c.MaxMemory == 0:
+		c.MaxMemory = DefaultMaxMemory
+	case c.MaxMemory < 0 || c.MaxMemory > MaxMaxMemory:
+		return Errorf(CodeInvalidProfile, "maxMemory %d is outside 1..%d bytes", c.MaxMemory, int64(MaxMaxMemory))
+	}
+	switch {
+	case c.ExecutionTimeout == 0:
+		c.ExecutionTimeout = DefaultTimeoutMS
+	case c.ExecutionTimeout < 0 || c.ExecutionTimeout > MaxTimeoutMS:
+		return Errorf(CodeInvalidProfile, "executionTimeout %d is outside 1..%d ms", c.ExecutionTimeout, MaxTimeoutMS)
+	}
+	switch c.DOMAccess {
+	case "":
+		c.DOMAccess = DOMNone
+	case DOMNone, DOMReadOnly, DOMFull:
+	default:
+		return Errorf(CodeInvalidProfile, "domAccess %q must be none, read-only or full", truncate(c.DOMAccess, 32))
+	}
+	return nil
+}
+
+// Requires reports whether perm is in permissions.required.
+func (p Profile) Requires(perm Permission) bool {
+	return slices.Contains(p.Permissions.Required, perm)
+}
+
+func normalizePermissions(in []Permission) ([]Permission, error) {
+	out := make([]Permission, 0, len(in))
+	for _, p := range in {
+		if _, err := ParsePermission(string(p)); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func isHexSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func isControl(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,262 @@
+package mediator
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The process tests re-execute the test binary as a child that runs
+// TestHelperProcess; the env var says what the child should do.
+const (
+	helperEnvMode = "NMHOST_STORE_HELPER"
+	helperEnvDir  = "NMHOST_STORE_HELPER_DIR"
+	helperEnvTag  = "NMHOST_STORE_HELPER_TAG"
+)
+
+func helperCmd(t *testing.T, mode, dir, tag string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1", "-test.v=false")
+	cmd.Env = append(os.Environ(), helperEnvMode+"="+mode, helperEnvDir+"="+dir, helperEnvTag+"="+tag)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// TestHelperProcess is not a test: it is the child of the process tests.
+// It prints "ACK ..." lines, each after a write the store acknowledged.
+func TestHelperProcess(t *testing.T) {
+	mode := os.Getenv(helperEnvMode)
+	if mode == "" {
+		return // run as a normal test: nothing to do
+	}
+	ctx := context.Background()
+	dir, tag := os.Getenv(helperEnvDir), os.Getenv(helperEnvTag)
+	fail := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "helper %s: "+format+"\n", append([]any{tag}, args...)...)
+		os.Exit(3)
+	}
+	s, err := Open(dir, Options{})
+	if err != nil {
+		fail("open: %v", err)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	ack := func(format string, args ...any) {
+		// Flushed at once: the parent must never see an ACK for a write that
+		// was not acknowledged, nor miss one that was.
+		fmt.Fprintf(out, "ACK "+format+"\n", args...)
+		if err := out.Flush(); err != nil {
+			fail("stdout: %v", err)
+		}
+	}
+	switch mode {
+	case "durability":
+		// Write until killed: alternately an agent install (agent + grant
+		// rows) and a denial.
+		for n := 0; ; n++ {
+			if n%2 == 0 {
+				id := fmt.Sprintf("dur-%d", n)
+				if _, err := s.InstallAgent(ctx, testProfile(id, []Permission{PermConsoleLog}, []Permission{PermPageRead}), ""); err != nil {
+					fail("install %s: %v", id, err)
+				}
+				if _, err := s.Grant(ctx, id, PermPageRead); err != nil {
+					fail("grant %s: %v", id, err)
+				}
+				ack("%d agent %s", n, id)
+			} else {
+				d, err := s.LogDenial(ctx, Denial{AgentID: "dur", Permission: "network.fetch", Code: CodeHostNotAllowed,
+					Context: DenialContext{Reason: strconv.Itoa(n)}})
+				if err != nil {
+					fail("denial %d: %v", n, err)
+				}
+				ack("%d denial %d", n, d.ID)
+			}
+		}
+	case "concurrency":
+		// All children share agent "shared"; each toggles grants on it and
+		// logs its own denials.
+		if _, err := s.InstallAgent(ctx, testProfile("shared", []Permission{PermConsoleLog}, []Permission{PermClipboardRead, PermClipboardWrite, PermPageRead}), ""); err != nil {
+			fail("install: %v", err)
+		}
+		perms := []Permission{PermClipboardRead, PermClipboardWrite, PermPageRead}
+		for i := range 200 {
+			d, err := s.LogDenial(ctx, Denial{AgentID: "conc-" + tag, Permission: "page.read", Code: CodePermissionNotGranted,
+				Context: DenialContext{Reason: strconv.Itoa(i)}})
+			if err != nil {
+				fail("denial %d: %v", i, err)
+			}
+			perm := perms[i%len(perms)]
+			if i%2 == 0 {
+				_, err = s.Grant(ctx, "shared", perm)
+			} else {
+				_, err = s.Revoke(ctx, "shared", perm)
+			}
+			if err != nil {
+				fail("grant/revoke %d: %v", i, err)
+			}
+			if d := s.Check(ctx, "shared", PermConsoleLog); !d.Allowed {
+				fail("check %d: %+v", i, d)
+			}
+			ack("%d denial %d", i, d.ID)
+		}
+		if err := s.Close(); err != nil {
+			fail("close: %v", err)
+		}
+		os.Exit(0)
+	default:
+		fail("unknown mode %q", mode)
+	}
+}
+
+func TestDurabilityAcrossKill(t *testing.T) {
+	dir := t.TempDir()
+	cmd := helperCmd(t, "durability", dir, "k")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var acks []string
+	const killAfter = 60
+	killed := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "ACK ") {
+			continue // test framework chatter
+		}
+		acks = append(acks, strings.TrimPrefix(line, "ACK "))
+		if len(acks) == killAfter && !killed {
+			// SIGKILL: no deferred functions, no Close, no flush.
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+		}
+	}
+	// ACKs the child printed between our read and its death count too:
+	// they were acknowledged.
+	err = cmd.Wait()
+	if !killed {
+		t.Fatalf("child exited after %d ACKs (%v) before it was killed", len(acks), err)
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child state %v; want killed by SIGKILL", cmd.ProcessState)
+	}
+	t.Logf("child acknowledged %d writes before SIGKILL", len(acks))
+
+	s := openTestStore(t, dir)
+	ctx := context.Background()
+	for _, a := range acks {
+		var n int
+		var kind, what string
+		if _, err := fmt.Sscanf(a, "%d %s %s", &n, &kind, &what); err != nil {
+			t.Fatalf("bad ACK %q: %v", a, err)
+		}
+		switch kind {
+		case "agent":
+			rec, err := s.Agent(ctx, what)
+			if err != nil {
+				t.Fatalf("acknowledged agent %s lost: %v", what, err)
+			}
+			if got := permsOf(rec.Grants); got[PermConsoleLog] != SourceInstall || got[PermPageRead] != SourceUser {
+				t.Fatalf("acknowledged grants of %s lost: %v", what, got)
+			}
+		case "denial":
+			id, _ := strconv.ParseInt(what, 10, 64)
+			p, err := s.ListDenials(ctx, DenialFilter{AfterID: id - 1, BeforeID: id + 1})
+			if err != nil || len(p.Denials) != 1 || p.Denials[0].Context.Reason != strconv.Itoa(n) {
+				t.Fatalf("acknowledged denial %d (n=%d) lost: %+v, %v", id, n, p, err)
+			}
+		default:
+			t.Fatalf("bad ACK %q", a)
+		}
+	}
+}
+
+func TestConcurrentProcesses(t *testing.T) {
+	// A fresh directory: the children also race to create the schema.
+	dir := t.TempDir() + "/fresh"
+	const children, perChild = 4, 200
+	var wg sync.WaitGroup
+	acks := make([]int, children)
+	errs := make([]error, children)
+	start := time.Now()
+	for c := range children {
+		cmd := helperCmd(t, "concurrency", dir, strconv.Itoa(c))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "ACK ") {
+					acks[c]++
+				}
+			}
+			errs[c] = cmd.Wait()
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d processes x %d (denial + grant/revoke + check) in %v", children, perChild, time.Since(start))
+	for c := range children {
+		if errs[c] != nil || acks[c] != perChild {
+			t.Errorf("child %d: %d ACKs, exit %v; want %d ACKs and success", c, acks[c], errs[c], perChild)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	s := openTestStore(t, dir)
+	ctx := context.Background()
+	seen := map[int64]bool{}
+	perTag := map[string]map[string]bool{}
+	f := DenialFilter{Limit: 1000}
+	for {
+		p, err := s.ListDenials(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range p.Denials {
+			if seen[d.ID] {
+				t.Fatalf("duplicate id %d", d.ID)
+			}
+			seen[d.ID] = true
+			if perTag[d.AgentID] == nil {
+				perTag[d.AgentID] = map[string]bool{}
+			}
+			perTag[d.AgentID][d.Context.Reason] = true
+		}
+		if p.NextBeforeID == 0 {
+			break
+		}
+		f.BeforeID = p.NextBeforeID
+	}
+	if len(seen) != children*perChild {
+		t.Fatalf("%d denials stored; want %d", len(seen), children*perChild)
+	}
+	for c := range children {
+		if n := len(perTag["conc-"+strconv.Itoa(c)]); n != perChild {
+			t.Errorf("child %d: %d distinct denials stored; want %d", c, n, perChild)
+		}
+	}
+	if _, err := s.Agent(ctx, "shared"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"context"
+	"encoding/base64"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/nmclient"
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// DemoExtensionID is the extension id the demo launches the host as. It is
+// an id of the right shape that no real extension is likely to have.
+const DemoExtensionID = "dempdempdempdempdempdempdempdemp"
+
+// emptyModule is the smallest valid WebAssembly binary: magic and version.
+var emptyModule = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
+
+type demo struct {
+	out      io.Writer
+	failures int
+}
+
+func runDemo(ctx context.Context, env Env) error {
+	var keep bool
+	var dir string
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.BoolVar(&keep, "keep", false, "keep the demo's data dir after it ends")
+	fs.StringVar(&dir, "data-dir", "", "use this data dir (default: a new temporary one)")
+	if err := parseFlags(fs, env); err != nil {
+		return err
+	}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "nmhost-demo-")
+		if err != nil {
+			return err
+		}
+		dir = d
+		if !keep {
+			defer os.RemoveAll(dir)
+		}
+	}
+	d := &demo{out: env.Stdout}
+
+	// Two loopback servers: the agent's allowed host, and a canary that
+	// counts every request. The demo fails if the canary sees anything.
+	var canaryHits atomic.Int64
+	canary, canaryURL, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		canaryHits.Add(1)
+		fmt.Fprintln(w, "canary reached: this must never happen")
+	}))
+	if err != nil {
+		return err
+	}
+	defer canary.Close()
+	big := strings.Repeat("0123456789abcdef", 3<<20/16)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/news", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"headline":"Agents fetch only what they were allowed to"}`)
+	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) })
+	mux.HandleFunc("/go-elsewhere", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, canaryURL+"/via-redirect", http.StatusFound)
+	})
+	web, webURL, err := serve(mux)
+	if err != nil {
+		return err
+	}
+	defer web.Close()
+	webHost := strings.TrimPrefix(webURL, "http://")
+
+	origin := "chrome-extension://" + DemoExtensionID + "/"
+	cfg := datadir.Config{
+		AllowedOrigins: []string{origin},
+		// A name that "resolves" to a private address, answered locally so
+		// the demo sends nothing to any DNS server.
+		StaticHosts: map[string][]string{"intranet.demo.test": {"10.20.30.40"}},
+	}
+	if err := datadir.SaveConfig(dir, cfg); err != nil {
+		return err
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	hostEnv := append(os.Environ(), datadir.EnvVar+"="+dir)
+
+	d.say("nmhost demo: the native-messaging host at work, driven the way Chrome drives it")
+	d.say("  data dir  %s%s", dir, map[bool]string{true: " (kept)", false: " (removed at exit; --keep keeps it)"}[keep])
+	d.say("  web       %s  (the agent's allowed host)", webURL)
+	d.say("  canary    %s  (counts every request it gets; must stay at 0)", canaryURL)
+	d.say("")
+
+	p, err := nmclient.Start(bin, []string{origin}, hostEnv, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer p.Wait()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+
+	var hello struct {
+		Version  string `json:"version"`
+		Protocol int    `json:"protocol"`
+	}
+	if err := d.call(ctx, p.Client, "hello", nil, &hello); err != nil {
+		return err
+	}
+	d.say("1. started `nmhost %s` over pipes, as the browser does: version %s, protocol %d", origin, hello.Version, hello.Protocol)
+
+	profile := map[string]any{
+		"agentId":     "demo-reader",
+		"name":        "Demo news reader",
+		"permissions": map[string]any{"required": []string{"network.fetch", "console.log"}},
+		"capabilities": map[string]any{
+			"networkAccess":    true,
+			"allowedHosts":     []string{webHost, "intranet.demo.test"},
+			"executionTimeout": 5000,
+			"domAccess":        "read-only",
+		},
+	}
+	var rec mediator.AgentRecord
+	if err := d.call(ctx, p.Client, "install-agent", map[string]any{
+		"profile": profile, "module": base64.StdEncoding.EncodeToString(emptyModule),
+	}, &rec); err != nil {
+		return err
+	}
+	d.say("2. install-agent demo-reader: granted %v; allowedHosts %v; module sha256 %.12s...", grantNames(rec), rec.Profile.Capabilities.AllowedHosts, rec.ModuleSHA256)
+
+	d.say("3. network-fetch, each checked against the ACL before anything leaves the host:")
+	d.fetch(ctx, p.Client, "demo-reader", webURL+"/news", "", "the allowed host")
+	d.fetch(ctx, p.Client, "demo-reader", webURL+"/big", "", "3 MiB: more than one 1 MiB message")
+	d.fetch(ctx, p.Client, "demo-reader", canaryURL+"/steal", "host_not_allowed", "another host: same IP, other port")
+	d.fetch(ctx, p.Client, "demo-reader", webURL+"/go-elsewhere", "host_not_allowed", "allowed host redirecting to the canary")
+	d.fetch(ctx, p.Client, "demo-reader", "http://intranet.demo.test/admin", "private_address", "allowed name resolving to 10.20.30.40")
+	d.fetch(ctx, p.Client, "demo-reader", "http://169.254.169.254/latest/meta-data/", "host_not_allowed", "cloud metadata address")
+	d.fetch(ctx, p.Client, "demo-reader", "http://2130706433/", "non_canonical_host", "127.0.0.1 spelt as one number")
+	d.fetch(ctx, p.Client, "demo-reader", "http://"+webHost+"@evil.test/", "invalid_url", "userinfo trick")
+	d.fetch(ctx, p.Client, "demo-reader", "file:///etc/passwd", "scheme_not_allowed", "not http(s)")
+
+	d.say("4. grants are checked on every call:")
+	if err := d.call(ctx, p.Client, "revoke", map[string]any{"agentId": "demo-reader", "permission": "network.fetch"}, nil); err != nil {
+		return err
+	}
+	d.say("   revoke network.fetch")
+	d.fetch(ctx, p.Client, "demo-reader", webURL+"/news", "permission_not_granted", "after revoke")
+	if err := d.call(ctx, p.Client, "grant", map[string]any{"agentId": "demo-reader", "permission": "network.fetch"}, nil); err != nil {
+		return err
+	}
+	d.say("   grant network.fetch")
+	d.fetch(ctx, p.Client, "demo-reader", webURL+"/news", "", "after grant")
+
+	offline := map[string]any{
+		"agentId":      "demo-offline",
+		"permissions":  map[string]any{"required": []string{"network.fetch"}},
+		"capabilities": map[string]any{"networkAccess": false, "allowedHosts": []string{webHost}},
+	}
+	if err := d.call(ctx, p.Client, "install-agent", map[string]any{"profile": offline}, nil); err != nil {
+		return err
+	}
+	d.fetch(ctx, p.Client, "demo-offline", webURL+"/news", "network_disabled", "agent whose profile has networkAccess: false")
+	d.fetch(ctx, p.Client, "no-such-agent", webURL+"/news", "unknown_agent", "agent that was never installed")
+
+	d.say("5. a caller the host was not installed for gets nothing but refusals:")
+	stranger, err := nmclient.Start(bin, []string{"chrome-extension://" + strings.Repeat("p", 32) + "/"}, hostEnv, io.Discard)
+	if err != nil {
+		return err
+	}
+	r, err := stranger.Call(ctx, "list-agents", nil)
+	stranger.Wait()
+	if err != nil {
+		return err
+	}
+	d.expect(r, "origin_not_allowed", "   list-agents from chrome-extension://pppp.../")
+
+	var page mediator.DenialPage
+	if err := d.call(ctx, p.Client, "list-denials", map[string]any{"limit": 100}, &page); err != nil {
+		return err
+	}
+	d.say("")
+	d.say("6. the denial log (list-denials; also `NMHOST_DATA_DIR=%s nmhost denials`):", dir)
+	pr := newDenialPrinter(env.Stdout, false)
+	for i := len(page.Denials) - 1; i >= 0; i-- {
+		pr.print(page.Denials[i])
+	}
+	pr.flush()
+	d.say("")
+	d.say("canary hits: %d", canaryHits.Load())
+	if canaryHits.Load() != 0 {
+		d.failures++
+	}
+	if d.failures > 0 {
+		return fmt.Errorf("%d step(s) did not turn out as expected", d.failures)
+	}
+	d.say("every step turned out as expected. Next: nmhost install --extension-id <your extension id>")
+	return nil
+}
+
+func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n", args...) }
+
+func (d *demo) call(ctx context.Context, c *nmclient.Client, typ string, params, out any) error {
+	r, err := c.Call(ctx, typ, params)
+	if err != nil {
+		return err
+	}
+	if err := r.Decode(out); err != nil {
+		return fmt.Errorf("%s: %w", typ, err)
+	}
+	return nil
+}
+
+// fetch asks the host to fetch url for agent and prints the outcome; want
+// is the expected reason code, or "" when the fetch should succeed.
+func (d *demo) fetch(ctx context.Context, c *nmclient.Client, agent, url string, want mediator.Code, what string) {
+	r, err := c.Call(ctx, "network-fetch", map[string]any{"agentId": agent, "url": url})
+	if err != nil {
+		d.say("   FAIL  %s: %v", url, err)
+		d.failures++
+		return
+	}
+	label := fmt.Sprintf("   %-60s %s", url, "("+what+")")
+	if want != "" {
+		d.expect(r, want, label)
+		return
+	}
+	var data struct {
+		Status int    `json:"status"`
+		Body   string `json:"body"`
+	}
+	if err := r.Decode(&data); err != nil {
+		d.say("%s\n      FAIL: expected success, got %v", label, err)
+		d.failures++
+		return
+	}
+	body := data.Body
+	if len(body) > 60 {
+		body = body[:40] + "..."
+	}
+	chunks := ""
+	if r.Frames > 1 {
+		chunks = fmt.Sprintf(" in %d chunked frames", r.Frames)
+	}
+	d.say("%s\n      ALLOW %d, %d bytes%s: %s", label, data.Status, len(data.Body), chunks, body)
+}
+
+func (d *demo) expect(r nmclient.Reply, want mediator.Code, label string) {
+	if r.Success || r.Code != string(want) {
+		d.say("%s\n      FAIL: expected %s, got success=%v code=%q %s", label, want, r.Success, r.Code, r.Error)
+		d.failures++
+		return
+	}
+	d.say("%s\n      DENY  %s: %s", label, r.Code, r.Error)
+}
+
+func grantNames(rec mediator.AgentRecord) []string {
+	var out []string
+	for _, g := range rec.Grants {
+		out = append(out, string(g.Permission))
+	}
+	return out
+}
+
+func serve(h http.Handler) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return srv, "http://" + ln.Addr().String(), nil
+}

@@ -1,0 +1,334 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy"
+)
+
+// MaxModuleBytes bounds an agent module carried by install-agent.
+const MaxModuleBytes = 32 << 20
+
+var wasmMagic = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
+
+func handleHello(_ context.Context, s *server, _ *request) (any, error) {
+	return map[string]any{
+		"name":            "nmhost",
+		"version":         s.opts.Version,
+		"protocol":        ProtocolVersion,
+		"origin":          s.opts.Caller.Origin,
+		"maxMessageBytes": 1 << 20,
+	}, nil
+}
+
+type agentParams struct {
+	AgentID string `json:"agentId"`
+}
+
+func (p agentParams) check() error { return mediator.ValidAgentID(p.AgentID) }
+
+func handleInstallAgent(ctx context.Context, s *server, req *request) (any, error) {
+	var p struct {
+		Profile json.RawMessage `json:"profile"`
+		Module  string          `json:"module"` // base64, optional
+	}
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	if len(p.Profile) == 0 {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "install-agent needs a profile")
+	}
+	prof, err := mediator.ParseProfile(p.Profile)
+	if err != nil {
+		return nil, err
+	}
+	// The ACL is validated now so a bad entry is refused at install, with
+	// its canonical form, rather than silently never matching later.
+	if _, err := netproxy.NewACL(prof.Capabilities.AllowedHosts); err != nil {
+		return nil, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
+	}
+	var sha string
+	if p.Module != "" {
+		if base64.StdEncoding.DecodedLen(len(p.Module)) > MaxModuleBytes {
+			return nil, mediator.Errorf(mediator.CodeTooLarge, "module is larger than %d bytes", MaxModuleBytes)
+		}
+		mod, err := base64.StdEncoding.DecodeString(p.Module)
+		if err != nil {
+			return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "module is not valid base64", Err: err}
+		}
+		if !bytes.HasPrefix(mod, wasmMagic) {
+			return nil, mediator.Errorf(mediator.CodeBadRequest, "module is not a WebAssembly binary (version 1)")
+		}
+		if sha, err = s.opts.Store.PutModule(ctx, mod); err != nil {
+			return nil, fmt.Errorf("agent[%s] module: %w", prof.AgentID, err)
+		}
+	}
+	rec, err := s.opts.Store.InstallAgent(ctx, prof, sha)
+	if err != nil {
+		return nil, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
+	}
+	s.acls.forget(prof.AgentID)
+	s.log.Info("agent installed", "agent", prof.AgentID, "module", sha, "origin", s.opts.Caller.Origin)
+	return rec, nil
+}
+
+func handleGetAgentInfo(ctx context.Context, s *server, req *request) (any, error) {
+	var p agentParams
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	return s.opts.Store.Agent(ctx, p.AgentID)
+}
+
+func handleListAgents(ctx context.Context, s *server, _ *request) (any, error) {
+	agents, err := s.opts.Store.ListAgents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"agents": agents}, nil
+}
+
+func handleUninstallAgent(ctx context.Context, s *server, req *request) (any, error) {
+	var p agentParams
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if err := s.opts.Store.UninstallAgent(ctx, p.AgentID); err != nil {
+		return nil, fmt.Errorf("agent[%s]: %w", p.AgentID, err)
+	}
+	s.acls.forget(p.AgentID)
+	return map[string]any{"agentId": p.AgentID, "uninstalled": true}, nil
+}
+
+type permissionParams struct {
+	AgentID    string `json:"agentId"`
+	Permission string `json:"permission"`
+}
+
+func (p permissionParams) parse() (mediator.Permission, error) {
+	if err := mediator.ValidAgentID(p.AgentID); err != nil {
+		return "", err
+	}
+	return mediator.ParsePermission(p.Permission)
+}
+
+func handleGrant(ctx context.Context, s *server, req *request) (any, error) {
+	var p permissionParams
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	perm, err := p.parse()
+	if err != nil {
+		return nil, err
+	}
+	g, err := s.opts.Store.Grant(ctx, p.AgentID, perm)
+	if err != nil {
+		return nil, fmt.Errorf("agent[%s] grant[%s]: %w", p.AgentID, perm, err)
+	}
+	return g, nil
+}
+
+func handleRevoke(ctx context.Context, s *server, req *request) (any, error) {
+	var p permissionParams
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	perm, err := p.parse()
+	if err != nil {
+		return nil, err
+	}
+	existed, err := s.opts.Store.Revoke(ctx, p.AgentID, perm)
+	if err != nil {
+		return nil, fmt.Errorf("agent[%s] revoke[%s]: %w", p.AgentID, perm, err)
+	}
+	return map[string]any{"agentId": p.AgentID, "permission": perm, "revoked": existed}, nil
+}
+
+type fetchParams struct {
+	AgentID string `json:"agentId"`
+	URL     string `json:"url"`
+	Options struct {
+		Method       string            `json:"method"`
+		Headers      map[string]string `json:"headers"`
+		Body         string            `json:"body"`
+		BodyEncoding string            `json:"bodyEncoding"` // "text" (default) or "base64"
+	} `json:"options"`
+}
+
+// fetchReply is network-fetch's data. Body is text when the bytes are valid
+// UTF-8 and base64 otherwise; BodyEncoding says which.
+type fetchReply struct {
+	Status       int                 `json:"status"`
+	StatusText   string              `json:"statusText"`
+	Headers      map[string][]string `json:"headers"`
+	Body         string              `json:"body"`
+	BodyEncoding string              `json:"bodyEncoding"`
+	FinalURL     string              `json:"finalUrl"`
+	Redirects    []string            `json:"redirects,omitempty"`
+}
+
+func handleNetworkFetch(ctx context.Context, s *server, req *request) (any, error) {
+	var p fetchParams
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	deny := func(code mediator.Code, url, reason string) error {
+		s.recordDenial(ctx, mediator.Denial{
+			AgentID: p.AgentID, Permission: string(mediator.PermNetworkFetch), Code: code,
+			Context: mediator.DenialContext{URL: url, Reason: reason, Method: p.Options.Method},
+		})
+		return fmt.Errorf("agent[%s] fetch: %w", clip(p.AgentID), mediator.Errorf(code, "%s", reason))
+	}
+	if err := mediator.ValidAgentID(p.AgentID); err != nil {
+		return nil, deny(mediator.CodeUnknownAgent, p.URL, mediator.MessageOf(err))
+	}
+	rec, err := s.opts.Store.Agent(ctx, p.AgentID)
+	if err != nil {
+		if mediator.CodeOf(err) == mediator.CodeUnknownAgent {
+			return nil, deny(mediator.CodeUnknownAgent, p.URL, fmt.Sprintf("agent %q is not installed", p.AgentID))
+		}
+		return nil, err
+	}
+	if d := s.opts.Store.Check(ctx, p.AgentID, mediator.PermNetworkFetch); !d.Allowed {
+		return nil, deny(codeOr(d.Code), p.URL, d.Reason)
+	}
+	if !rec.Profile.Capabilities.NetworkAccess {
+		return nil, deny(mediator.CodeNetworkDisabled, p.URL, "the agent's profile does not enable networkAccess")
+	}
+	acl, err := s.acls.get(rec)
+	if err != nil {
+		return nil, deny(mediator.CodeInvalidAllowedHost, p.URL, mediator.MessageOf(err))
+	}
+	var body []byte
+	switch p.Options.BodyEncoding {
+	case "", "text":
+		body = []byte(p.Options.Body)
+	case "base64":
+		if body, err = base64.StdEncoding.DecodeString(p.Options.Body); err != nil {
+			return nil, mediator.Errorf(mediator.CodeBadRequest, "options.body is not valid base64")
+		}
+	default:
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "options.bodyEncoding must be text or base64")
+	}
+	ctx, cancel := context.WithTimeout(ctx, rec.Profile.Capabilities.Timeout())
+	defer cancel()
+	resp, err := s.opts.Fetcher.Fetch(ctx, acl, netproxy.Request{
+		URL: p.URL, Method: p.Options.Method, Headers: p.Options.Headers, Body: body,
+	})
+	if err != nil {
+		var de *netproxy.DenyError
+		if errors.As(err, &de) {
+			return nil, deny(de.Code, de.URL, de.Reason)
+		}
+		return nil, fmt.Errorf("agent[%s] fetch: %w", p.AgentID, err)
+	}
+	out := fetchReply{
+		Status: resp.Status, StatusText: resp.StatusText, Headers: resp.Headers,
+		FinalURL: resp.FinalURL, Redirects: resp.Redirects,
+	}
+	if utf8.Valid(resp.Body) {
+		out.Body, out.BodyEncoding = string(resp.Body), "text"
+	} else {
+		out.Body, out.BodyEncoding = base64.StdEncoding.EncodeToString(resp.Body), "base64"
+	}
+	return out, nil
+}
+
+func codeOr(c mediator.Code) mediator.Code {
+	if c == "" || c == mediator.CodeAllowed {
+		return mediator.CodeInternal
+	}
+	return c
+}
+
+func handleListDenials(ctx context.Context, s *server, req *request) (any, error) {
+	var f mediator.DenialFilter
+	if err := req.decode(&f); err != nil {
+		return nil, err
+	}
+	return s.opts.Store.ListDenials(ctx, f)
+}
+
+var codePattern = regexp.MustCompile(`^[a-z][a-z_]{0,63}$`)
+
+// handleLogDenial records a denial decided in the extension (layer 1), so
+// both layers' refusals land in one log.
+func handleLogDenial(ctx context.Context, s *server, req *request) (any, error) {
+	var p struct {
+		AgentID    string                 `json:"agentId"`
+		Permission string                 `json:"permission"`
+		Code       mediator.Code          `json:"code"`
+		Context    mediator.DenialContext `json:"context"`
+	}
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	if p.AgentID == "" || p.Permission == "" || !codePattern.MatchString(string(p.Code)) || p.Code == mediator.CodeAllowed {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "log-denial needs agentId, permission and a reason code")
+	}
+	p.Context.Layer = "extension"
+	p.Context.Origin = s.opts.Caller.Origin
+	d, err := s.opts.Store.LogDenial(ctx, mediator.Denial{AgentID: p.AgentID, Permission: p.Permission, Code: p.Code, Context: p.Context})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// aclCache keeps each agent's parsed ACL until its profile changes, so a
+// 10,000-entry list is parsed once, not on every fetch.
+type aclCache struct {
+	mu sync.Mutex
+	m  map[string]aclEntry
+}
+
+type aclEntry struct {
+	hosts []string
+	acl   *netproxy.ACL
+}
+
+func (c *aclCache) get(rec mediator.AgentRecord) (*netproxy.ACL, error) {
+	id := rec.Profile.AgentID
+	c.mu.Lock()
+	e, ok := c.m[id]
+	c.mu.Unlock()
+	// Compared by content, not by a timestamp: another host process may
+	// have re-installed the agent within the same millisecond.
+	hosts := rec.Profile.Capabilities.AllowedHosts
+	if ok && slices.Equal(e.hosts, hosts) {
+		return e.acl, nil
+	}
+	acl, err := netproxy.NewACL(hosts)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]aclEntry{}
+	}
+	c.m[id] = aclEntry{slices.Clone(hosts), acl}
+	c.mu.Unlock()
+	return acl, nil
+}
+
+func (c *aclCache) forget(id string) {
+	c.mu.Lock()
+	delete(c.m, id)
+	c.mu.Unlock()
+}

@@ -1,0 +1,44 @@
+package host
+
+import "testing"
+
+func TestParseLaunch(t *testing.T) {
+	const id = "abcdefghijklmnopabcdefghijklmnop"
+	cases := []struct {
+		name    string
+		args    []string
+		launch  bool
+		origin  string
+		browser string
+		wantErr bool
+	}{
+		{"chrome origin", []string{"chrome-extension://" + id + "/"}, true, "chrome-extension://" + id + "/", "chromium", false},
+		{"chrome on windows adds parent window", []string{"chrome-extension://" + id + "/", "--parent-window=6620"}, true, "chrome-extension://" + id + "/", "chromium", false},
+		{"flag before origin", []string{"--parent-window=0", "chrome-extension://" + id + "/"}, true, "chrome-extension://" + id + "/", "chromium", false},
+		{"firefox manifest and add-on id", []string{"/home/u/.mozilla/native-messaging-hosts/com.agentgate.nmhost.json", "agents@example.org"}, true, "agents@example.org", "firefox", false},
+		{"firefox GUID add-on id", []string{"C:\\x\\com.agentgate.nmhost.json", "{01234567-89ab-cdef-0123-456789abcdef}"}, true, "{01234567-89ab-cdef-0123-456789abcdef}", "firefox", false},
+		// Hostile or malformed callers: recognised as launches, refused as origins.
+		{"origin without trailing slash", []string{"chrome-extension://" + id}, true, "", "", true},
+		{"origin with uppercase id", []string{"chrome-extension://ABCDEFGHIJKLMNOPABCDEFGHIJKLMNOP/"}, true, "", "", true},
+		{"origin with path", []string{"chrome-extension://" + id + "/../x"}, true, "", "", true},
+		{"origin with letters past p", []string{"chrome-extension://" + "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz/"}, true, "", "", true},
+		{"firefox id with spaces", []string{"m.json", "a b@c"}, true, "", "", true},
+		// Not launches: a person typing a subcommand.
+		{"subcommand", []string{"denials", "--json"}, false, "", "", true},
+		{"nothing", nil, false, "", "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LooksLikeLaunch(tc.args); got != tc.launch {
+				t.Fatalf("LooksLikeLaunch = %v, want %v", got, tc.launch)
+			}
+			c, err := ParseLaunch(tc.args)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+			if c.Origin != tc.origin || c.Browser != tc.browser {
+				t.Fatalf("caller = %+v", c)
+			}
+		})
+	}
+}

@@ -1,0 +1,297 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/agentgate/nmhost/internal/frame"
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy"
+)
+
+// ProtocolVersion is reported by "hello"; it changes only when a reply's
+// shape changes incompatibly.
+const ProtocolVersion = 1
+
+// Options configures Serve. Store and Fetcher are required; the rest have
+// safe zero values.
+type Options struct {
+	Store   *mediator.Store
+	Fetcher *netproxy.Fetcher
+	// Caller is who launched the host.
+	Caller Caller
+	// OriginAllowed admits the caller. False (the default) answers every
+	// request with origin_not_allowed and does nothing else.
+	OriginAllowed bool
+	// Log receives diagnostics; nil discards them. Never stdout.
+	Log *slog.Logger
+	// MaxInFlight bounds concurrent requests; reading pauses past it.
+	// Default 64: enough to keep fetches overlapping, small enough that a
+	// flood of frames cannot grow memory without bound.
+	MaxInFlight int
+	// Version is reported by "hello".
+	Version string
+}
+
+type handlerFunc func(ctx context.Context, s *server, req *request) (any, error)
+
+// handlers routes each request type to one function. Types keep the seed's
+// names where the seed names them.
+var handlers = map[string]handlerFunc{
+	"hello":           handleHello,
+	"install-agent":   handleInstallAgent,
+	"getAgentInfo":    handleGetAgentInfo,
+	"list-agents":     handleListAgents,
+	"uninstall-agent": handleUninstallAgent,
+	"grant":           handleGrant,
+	"revoke":          handleRevoke,
+	"network-fetch":   handleNetworkFetch,
+	"list-denials":    handleListDenials,
+	"log-denial":      handleLogDenial,
+}
+
+type server struct {
+	opts Options
+	out  *frame.Writer
+	log  *slog.Logger
+	acls aclCache
+	// broken is closed when stdout fails: the browser is gone.
+	broken     chan struct{}
+	brokenOnce sync.Once
+}
+
+type request struct {
+	ID   json.RawMessage
+	Type string
+	Raw  []byte
+}
+
+// decode reads the request's parameters (the request object's own fields).
+func (r *request) decode(v any) error {
+	if err := json.Unmarshal(r.Raw, v); err != nil {
+		return &mediator.Error{Code: mediator.CodeBadRequest, Msg: fmt.Sprintf("%s: parameters do not have the expected types", r.Type), Err: err}
+	}
+	return nil
+}
+
+type reply struct {
+	ID      json.RawMessage `json:"id"`
+	Success bool            `json:"success"`
+	Data    any             `json:"data,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Code    mediator.Code   `json:"code,omitempty"`
+}
+
+var nullID = json.RawMessage("null")
+
+// Serve answers framed requests from r on w until r ends, then waits for
+// requests still running. It returns nil on a clean end of input.
+func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
+	if opts.Store == nil || opts.Fetcher == nil {
+		return errors.New("host: Serve needs a Store and a Fetcher")
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 64
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &server{opts: opts, out: frame.NewWriter(w), log: log, broken: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.broken:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	// Frames are read here and handled on their own goroutines, so a long
+	// fetch does not hold up a quick grant; replies carry the request id.
+	in := frame.NewReader(r)
+	sem := make(chan struct{}, opts.MaxInFlight)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		msg, err := in.Next()
+		switch {
+		case err == nil:
+		case errors.Is(err, frame.ErrTooLarge):
+			log.Warn("frame refused", "err", err)
+			s.send(reply{ID: nullID, Error: fmt.Sprintf("message refused: %v", err), Code: mediator.CodeTooLarge})
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		default:
+			log.Warn("input ended", "err", err)
+			return nil
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s.handle(ctx, msg)
+		}()
+	}
+}
+
+func (s *server) handle(ctx context.Context, msg []byte) {
+	id := nullID
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("handler panic", "panic", p, "stack", string(debug.Stack()))
+			s.send(reply{ID: id, Error: "the host failed while handling this request", Code: mediator.CodeInternal})
+		}
+	}()
+	req, err := parseRequest(msg)
+	if req != nil {
+		id = req.ID
+	}
+	if !s.opts.OriginAllowed {
+		s.refuseOrigin(ctx, req)
+		return
+	}
+	if err != nil {
+		s.sendErr(id, err)
+		return
+	}
+	h, ok := handlers[req.Type]
+	if !ok {
+		s.sendErr(id, mediator.Errorf(mediator.CodeUnknownType, "request type %q is not known", clip(req.Type)))
+		return
+	}
+	data, err := h(ctx, s, req)
+	if err != nil {
+		s.log.Info("request failed", "type", req.Type, "id", string(req.ID), "code", mediator.CodeOf(err), "err", err)
+		s.sendErr(id, err)
+		return
+	}
+	s.send(reply{ID: id, Success: true, Data: data})
+}
+
+func (s *server) refuseOrigin(ctx context.Context, req *request) {
+	id, agent := nullID, ""
+	if req != nil {
+		id = req.ID
+		var p struct {
+			AgentID string `json:"agentId"`
+		}
+		_ = json.Unmarshal(req.Raw, &p)
+		agent = p.AgentID
+	}
+	reason := fmt.Sprintf("caller %q is not among the origins this host was installed for", clip(s.opts.Caller.Origin))
+	s.recordDenial(ctx, mediator.Denial{
+		AgentID: agent, Permission: "native-messaging", Code: mediator.CodeOriginNotAllowed,
+		Context: mediator.DenialContext{Reason: reason},
+	})
+	s.send(reply{ID: id, Error: reason, Code: mediator.CodeOriginNotAllowed})
+}
+
+// recordDenial writes d to the denial log before the caller replies. A
+// failure to write is logged; the denial itself still stands.
+func (s *server) recordDenial(ctx context.Context, d mediator.Denial) {
+	d.Context.Origin = s.opts.Caller.Origin
+	if d.Context.Layer == "" {
+		d.Context.Layer = "host"
+	}
+	// The record must be written even when the request's context is done.
+	if _, err := s.opts.Store.LogDenial(context.WithoutCancel(ctx), d); err != nil {
+		s.log.Error("denial not recorded", "agent", d.AgentID, "permission", d.Permission, "code", d.Code, "err", err)
+	}
+}
+
+func (s *server) sendErr(id json.RawMessage, err error) {
+	code := mediator.CodeOf(err)
+	msg := mediator.MessageOf(err)
+	if code == mediator.CodeInternal {
+		// Internal details stay in the log; the browser gets a sentence.
+		s.log.Error("internal error", "id", string(id), "err", err)
+		msg = "the host could not complete this request"
+	}
+	s.send(reply{ID: id, Error: msg, Code: code})
+}
+
+// send encodes r and writes it as one frame, or as numbered chunks when it
+// exceeds the browser's 1 MiB limit.
+func (s *server) send(r reply) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		s.log.Error("reply not encodable", "id", string(r.ID), "err", err)
+		r = reply{ID: r.ID, Error: "the reply could not be encoded", Code: mediator.CodeInternal}
+		buf.Reset()
+		_ = enc.Encode(r)
+	}
+	payload := bytes.TrimRight(buf.Bytes(), "\n")
+	frames, err := frame.Split(r.ID, payload)
+	if err != nil {
+		s.log.Error("reply not splittable", "id", string(r.ID), "err", err)
+		return
+	}
+	for _, f := range frames {
+		if err := s.out.Write(f); err != nil {
+			s.log.Warn("browser gone: write failed", "err", err)
+			s.brokenOnce.Do(func() { close(s.broken) })
+			return
+		}
+	}
+}
+
+// parseRequest parses the envelope once. On error it still returns the
+// request with whatever id could be read, so the reply can echo it.
+func parseRequest(msg []byte) (*request, error) {
+	if len(msg) == 0 {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "empty message")
+	}
+	if !utf8.Valid(msg) {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "message is not valid UTF-8")
+	}
+	trimmed := bytes.TrimLeft(msg, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "message is not a JSON object")
+	}
+	var env struct {
+		ID   json.RawMessage `json:"id"`
+		Type json.RawMessage `json:"type"`
+	}
+	if err := json.Unmarshal(msg, &env); err != nil {
+		return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "message is not valid JSON", Err: err}
+	}
+	req := &request{ID: nullID, Raw: msg}
+	if len(env.ID) == 0 || string(env.ID) == "null" {
+		return req, mediator.Errorf(mediator.CodeBadRequest, "message has no id")
+	}
+	if !validID(env.ID) {
+		return req, mediator.Errorf(mediator.CodeBadRequest, "id must be a string of at most 128 bytes or an integer")
+	}
+	req.ID = env.ID
+	if len(env.Type) == 0 || env.Type[0] != '"' || json.Unmarshal(env.Type, &req.Type) != nil || req.Type == "" {
+		return req, mediator.Errorf(mediator.CodeBadRequest, "message has no type string")
+	}
+	return req, nil
+}
+
+func validID(raw json.RawMessage) bool {
+	if raw[0] == '"' {
+		var s string
+		return json.Unmarshal(raw, &s) == nil && len(s) <= 128
+	}
+	_, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil
+}

@@ -1,0 +1,258 @@
+// Package nmclient speaks native messaging to a host the way a browser
+// does: framed requests with ids, replies matched by id, chunks reassembled.
+// The demo, the tests and the benchmarks use it.
+package nmclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentgate/nmhost/internal/frame"
+)
+
+// Reply is one reply from the host.
+type Reply struct {
+	ID      json.RawMessage `json:"id"`
+	Success bool            `json:"success"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Code    string          `json:"code,omitempty"`
+	// Frames is how many frames carried the reply (more than one when chunked).
+	Frames int `json:"-"`
+}
+
+// Client sends requests to a host and routes replies back to callers.
+// It is safe for concurrent use.
+type Client struct {
+	w       *frame.Writer
+	closer  io.Closer
+	nextID  atomic.Int64
+	mu      sync.Mutex
+	pending map[string]chan Reply
+	chunks  map[string][][]byte
+	done    chan struct{}
+	err     error
+	// Unmatched receives replies whose id matches no pending call (for
+	// example replies with a null id to unparseable frames). Buffered; extra
+	// replies are dropped.
+	Unmatched chan Reply
+}
+
+// New starts a client reading replies from r and writing requests to w.
+// closer, when non-nil, is closed by Close (the host's stdin).
+func New(r io.Reader, w io.Writer, closer io.Closer) *Client {
+	c := &Client{
+		w: frame.NewWriter(w), closer: closer,
+		pending: map[string]chan Reply{}, chunks: map[string][][]byte{},
+		done: make(chan struct{}), Unmatched: make(chan Reply, 64),
+	}
+	go c.readLoop(r)
+	return c
+}
+
+// Process is a host started as a child process.
+type Process struct {
+	*Client
+	Cmd *exec.Cmd
+}
+
+// Start runs the host binary with args and env (nil env inherits), stderr
+// going to stderr (nil discards), and connects a client to its stdio.
+func Start(binary string, args, env []string, stderr io.Writer) (*Process, error) {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = env
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		stdin.Close()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		stdin.Close()
+		return nil, fmt.Errorf("nmclient: start %s: %w", binary, err)
+	}
+	return &Process{Client: New(stdout, stdin, stdin), Cmd: cmd}, nil
+}
+
+// Wait closes the host's stdin and waits for it to exit.
+func (p *Process) Wait() error {
+	p.Client.Close()
+	return p.Cmd.Wait()
+}
+
+// Call sends a request of type typ with params' fields beside id and type,
+// and waits for its reply.
+func (c *Client) Call(ctx context.Context, typ string, params any) (Reply, error) {
+	id := strconv.FormatInt(c.nextID.Add(1), 10)
+	msg, err := envelope(id, typ, params)
+	if err != nil {
+		return Reply{}, err
+	}
+	ch := make(chan Reply, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return Reply{}, c.err
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	if err := c.w.Write(msg); err != nil {
+		return Reply{}, fmt.Errorf("nmclient: call[%s] %s: %w", id, typ, err)
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-c.done:
+		return Reply{}, fmt.Errorf("nmclient: call[%s] %s: %w", id, typ, c.readErr())
+	case <-ctx.Done():
+		return Reply{}, fmt.Errorf("nmclient: call[%s] %s: %w", id, typ, ctx.Err())
+	}
+}
+
+// Send writes one raw frame, for tests that feed the host hostile input.
+func (c *Client) Send(raw []byte) error { return c.w.Write(raw) }
+
+// Close closes the host's stdin (when known); the host then exits.
+func (c *Client) Close() error {
+	if c.closer != nil {
+		return c.closer.Close()
+	}
+	return nil
+}
+
+// Done is closed when the host's output ends.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+func (c *Client) readErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *Client) readLoop(r io.Reader) {
+	in := frame.NewReader(r)
+	var err error
+	for {
+		var msg []byte
+		if msg, err = in.Next(); err != nil {
+			break
+		}
+		c.dispatch(msg)
+	}
+	if errors.Is(err, io.EOF) {
+		err = errors.New("host closed its output")
+	}
+	c.mu.Lock()
+	c.err = err
+	c.mu.Unlock()
+	close(c.done)
+}
+
+func (c *Client) dispatch(msg []byte) {
+	var head struct {
+		ID    json.RawMessage `json:"id"`
+		Chunk *struct {
+			Seq   int `json:"seq"`
+			Total int `json:"total"`
+		} `json:"chunk"`
+	}
+	if err := json.Unmarshal(msg, &head); err != nil {
+		return
+	}
+	key := idKey(head.ID)
+	frames := 1
+	if head.Chunk != nil {
+		c.mu.Lock()
+		c.chunks[key] = append(c.chunks[key], bytes.Clone(msg))
+		parts := c.chunks[key]
+		complete := len(parts) == head.Chunk.Total
+		if complete {
+			delete(c.chunks, key)
+		}
+		c.mu.Unlock()
+		if !complete {
+			return
+		}
+		joined, err := frame.Join(parts)
+		if err != nil {
+			return
+		}
+		msg, frames = joined, len(parts)
+	}
+	var r Reply
+	if err := json.Unmarshal(msg, &r); err != nil {
+		return
+	}
+	r.Frames = frames
+	c.mu.Lock()
+	ch, ok := c.pending[idKey(r.ID)]
+	c.mu.Unlock()
+	if ok {
+		ch <- r
+		return
+	}
+	select {
+	case c.Unmatched <- r:
+	default:
+	}
+}
+
+// idKey normalises an id so "7" and 7 do not collide with each other's
+// pending calls: the client only ever sends string ids.
+func idKey(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return "raw:" + string(raw)
+}
+
+func envelope(id, typ string, params any) ([]byte, error) {
+	fields := map[string]json.RawMessage{}
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return nil, fmt.Errorf("nmclient: %s params: %w", typ, err)
+		}
+		if err := json.Unmarshal(b, &fields); err != nil {
+			return nil, fmt.Errorf("nmclient: %s params must be an object: %w", typ, err)
+		}
+	}
+	fields["id"], _ = json.Marshal(id)
+	fields["type"], _ = json.Marshal(typ)
+	return json.Marshal(fields)
+}
+
+// Decode unmarshals a successful reply's data into v, or returns the
+// reply's error with its code.
+func (r Reply) Decode(v any) error {
+	if !r.Success {
+		return &ReplyError{Code: r.Code, Msg: r.Error}
+	}
+	if v == nil {
+		return nil
+	}
+	return json.Unmarshal(r.Data, v)
+}
+
+// ReplyError is a failed reply.
+type ReplyError struct{ Code, Msg string }
+
+func (e *ReplyError) Error() string { return e.Code + ": " + e.Msg }

@@ -1,0 +1,330 @@
+package netproxy
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// MaxURLLen bounds a URL an agent may ask for (8 KiB, the common server
+// limit); longer ones are refused with CodeTooLarge before parsing.
+const MaxURLLen = 8 << 10
+
+// MaxEntries bounds an allowedHosts list.
+const MaxEntries = 10000
+
+// ACL is a parsed allowedHosts list. It is immutable and safe for
+// concurrent use. The zero value and a nil *ACL allow nothing.
+type ACL struct {
+	entries   []Entry
+	names     map[string]*nameRule  // domain and wildcard entries by name
+	addrs     map[netip.Addr][]rule // address literals
+	localhost []rule
+}
+
+// rule is one entry's port restriction; idx points into ACL.entries.
+type rule struct {
+	port uint16 // 0: any
+	idx  int
+}
+
+type nameRule struct {
+	self []rule // the name itself (EntryDomain)
+	subs []rule // names below it (EntryDomain and EntryWildcard)
+}
+
+// NewACL parses an allowedHosts list. Every entry must be canonical (see
+// ParseEntry); the error names the first offending entry by index.
+// Duplicates are harmless. An empty list is valid and allows nothing.
+func NewACL(entries []string) (*ACL, error) {
+	if len(entries) > MaxEntries {
+		return nil, mediator.Errorf(mediator.CodeInvalidAllowedHost, "allowedHosts has %d entries; at most %d are allowed", len(entries), MaxEntries)
+	}
+	a := &ACL{names: map[string]*nameRule{}, addrs: map[netip.Addr][]rule{}}
+	seen := make(map[Entry]bool, len(entries))
+	for i, s := range entries {
+		e, err := ParseEntry(s)
+		if err != nil {
+			return nil, fmt.Errorf("allowedHosts[%d]: %w", i, err)
+		}
+		if seen[e] {
+			continue
+		}
+		seen[e] = true
+		r := rule{port: e.Port, idx: len(a.entries)}
+		a.entries = append(a.entries, e)
+		switch e.Kind {
+		case EntryDomain, EntryWildcard:
+			nr := a.names[e.Host]
+			if nr == nil {
+				nr = &nameRule{}
+				a.names[e.Host] = nr
+			}
+			if e.Kind == EntryDomain {
+				nr.self = append(nr.self, r)
+			}
+			nr.subs = append(nr.subs, r)
+		case EntryIP:
+			a.addrs[e.Addr] = append(a.addrs[e.Addr], r)
+		case EntryLocalhost:
+			a.localhost = append(a.localhost, r)
+		}
+	}
+	return a, nil
+}
+
+// Entries returns the parsed entries, without duplicates, in list order.
+func (a *ACL) Entries() []Entry {
+	if a == nil {
+		return nil
+	}
+	return append([]Entry(nil), a.entries...)
+}
+
+func matchPort(rs []rule, port uint16) (int, bool) {
+	for _, r := range rs {
+		if r.port == 0 || r.port == port {
+			return r.idx, true
+		}
+	}
+	return 0, false
+}
+
+// matchName walks from the full name up through its parent domains: one
+// map lookup per label, so the cost does not depend on the list's size.
+func (a *ACL) matchName(name string, port uint16) (int, bool) {
+	if nr := a.names[name]; nr != nil {
+		if i, ok := matchPort(nr.self, port); ok {
+			return i, true
+		}
+	}
+	for s := name; ; {
+		dot := strings.IndexByte(s, '.')
+		if dot < 0 {
+			return 0, false
+		}
+		s = s[dot+1:]
+		if nr := a.names[s]; nr != nil {
+			if i, ok := matchPort(nr.subs, port); ok {
+				return i, true
+			}
+		}
+	}
+}
+
+// permitsLocal reports whether the ACL lists this address (or localhost) by
+// itself for this port: the only way a loopback or private address may be
+// reached. The dialer asks again at connect time.
+func (a *ACL) permitsLocal(host string, addr netip.Addr, port uint16) bool {
+	if a == nil {
+		return false
+	}
+	if host == "localhost" {
+		_, ok := matchPort(a.localhost, port)
+		return ok
+	}
+	if !addr.IsValid() {
+		return false
+	}
+	_, ok := matchPort(a.addrs[addr.Unmap()], port)
+	return ok
+}
+
+// Target is a URL that passed Check, in normalised form. Fetch sends the
+// request to URL, whose host is the canonical host.
+type Target struct {
+	URL          *url.URL   // parsed URL, host rewritten to its canonical form
+	Scheme       string     // "http" or "https"
+	Host         string     // canonical host: ASCII name or address text (no brackets)
+	Port         uint16     // explicit port or the scheme's default
+	Addr         netip.Addr // the address, when IsIP
+	IsIP         bool       // the URL names an address literal
+	Localhost    bool       // the host is localhost: 127.0.0.1 and ::1, no DNS
+	AllowPrivate bool       // matched by a literal or localhost entry: loopback/private permitted
+	Entry        string     // the allowedHosts entry that matched
+}
+
+// HostPort is the host and port in dialable form ("[::1]:443").
+func (t Target) HostPort() string {
+	return hostPort(t.Host, t.IsIP && t.Addr.Is6(), t.Port)
+}
+
+func hostPort(h string, v6 bool, port uint16) string {
+	if v6 {
+		h = "[" + h + "]"
+	}
+	return h + ":" + strconv.Itoa(int(port))
+}
+
+// Check decides whether an agent may fetch rawURL, without any network
+// access. It enforces the URL rules (http/https only, no userinfo, no
+// backslashes or control characters, bounded length, canonical host) and
+// matches the host against the ACL. Addresses of names are checked later, at
+// dial time, because only then are they known.
+func (a *ACL) Check(rawURL string) (Target, mediator.Decision) {
+	t, d := parseURL(rawURL)
+	if !d.Allowed {
+		return Target{}, d
+	}
+	if a == nil {
+		return Target{}, deny(mediator.CodeHostNotAllowed, "no allowedHosts: the agent may not reach %q", t.Host)
+	}
+	var (
+		idx int
+		ok  bool
+	)
+	switch {
+	case t.IsIP:
+		idx, ok = matchPort(a.addrs[t.Addr], t.Port)
+	case t.Localhost:
+		idx, ok = matchPort(a.localhost, t.Port)
+	default:
+		idx, ok = a.matchName(t.Host, t.Port)
+	}
+	if !ok {
+		return Target{}, deny(mediator.CodeHostNotAllowed, "host %q (port %d) is not in allowedHosts", t.Host, t.Port)
+	}
+	e := a.entries[idx]
+	t.Entry = e.String()
+	t.AllowPrivate = e.Kind == EntryIP || e.Kind == EntryLocalhost
+	if t.IsIP {
+		// Literals are checked here too, so that a denial never costs a
+		// connection attempt. Only address classes that no listing can
+		// unlock remain (metadata, unspecified, multicast, broadcast).
+		if cls := ClassifyAddr(t.Addr); !cls.allowedWith(t.AllowPrivate) {
+			return Target{}, deny(mediator.CodePrivateAddress, "address %s is %s and may not be fetched", t.Addr, cls.describe())
+		}
+	}
+	return t, mediator.Allow("host " + strconv.Quote(t.Host) + " matches allowedHosts entry " + strconv.Quote(t.Entry))
+}
+
+// parseURL applies every URL rule that does not depend on the ACL.
+func parseURL(raw string) (Target, mediator.Decision) {
+	if d := rawURLChecks(raw); !d.Allowed {
+		return Target{}, d
+	}
+	scheme, rest, ok := splitScheme(raw)
+	if !ok {
+		return Target{}, deny(mediator.CodeInvalidURL, "the URL is not absolute (it needs http:// or https://)")
+	}
+	scheme = strings.ToLower(scheme)
+	var defPort uint16
+	switch scheme {
+	case "http":
+		defPort = 80
+	case "https":
+		defPort = 443
+	default:
+		return Target{}, deny(mediator.CodeSchemeNotAllowed, "scheme %q is not allowed; only http and https", truncURL(scheme))
+	}
+	if !strings.HasPrefix(rest, "//") {
+		return Target{}, deny(mediator.CodeInvalidURL, "the URL has no host (it needs %s://host/)", scheme)
+	}
+	authority := rest[2:]
+	if i := strings.IndexAny(authority, "/?#"); i >= 0 {
+		authority = authority[:i]
+	}
+	if strings.IndexByte(authority, '@') >= 0 {
+		return Target{}, deny(mediator.CodeInvalidURL, "the URL contains user information (user@host), which is not allowed")
+	}
+	if strings.IndexByte(authority, '%') >= 0 {
+		if strings.HasPrefix(authority, "[") {
+			return Target{}, deny(mediator.CodeInvalidURL, "IPv6 zones are not allowed in URLs")
+		}
+		return Target{}, deny(mediator.CodeNonCanonicalHost, "the host is percent-encoded; write it plainly")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Target{}, deny(mediator.CodeInvalidURL, "the URL does not parse")
+	}
+	// Our reading of the authority and net/url's must agree exactly, or
+	// the host we check is not the host that would be contacted.
+	if u.Opaque != "" || u.User != nil || u.Host != authority {
+		return Target{}, deny(mediator.CodeInvalidURL, "the URL's authority is ambiguous")
+	}
+	hostPart, portStr := splitURLHostPort(authority)
+	t := Target{Scheme: scheme, Port: defPort}
+	if portStr != "" {
+		p, ok := parsePort(portStr)
+		if !ok {
+			return Target{}, deny(mediator.CodeInvalidURL, "port %q is not a number from 1 to 65535 without leading zeros", portStr)
+		}
+		t.Port = p
+	}
+	if strings.HasPrefix(hostPart, "[") {
+		if !strings.HasSuffix(hostPart, "]") {
+			return Target{}, deny(mediator.CodeInvalidURL, "the IPv6 literal is not closed")
+		}
+		addr, err := netip.ParseAddr(hostPart[1 : len(hostPart)-1])
+		if err != nil || !addr.Is6() || addr.Zone() != "" {
+			return Target{}, deny(mediator.CodeInvalidURL, "%q is not an IPv6 address literal", truncURL(hostPart))
+		}
+		// ::ffff:a.b.c.d is the IPv4 address it embeds, to the ACL and to
+		// the dialer alike.
+		t.Addr, t.IsIP = addr.Unmap(), true
+		t.Host = t.Addr.String()
+	} else {
+		cn, he := canonicalName(hostPart)
+		if he != nil {
+			reason := he.reason
+			if he.suggest != "" {
+				reason += "; write " + he.suggest
+			}
+			return Target{}, mediator.Deny(he.code, reason)
+		}
+		t.Host = cn.name
+		if cn.addr.IsValid() {
+			t.Addr, t.IsIP = cn.addr, true
+		}
+		t.Localhost = cn.name == "localhost"
+	}
+	nu := *u
+	if portStr != "" {
+		nu.Host = t.HostPort()
+	} else if t.IsIP && t.Addr.Is6() {
+		nu.Host = "[" + t.Host + "]"
+	} else {
+		nu.Host = t.Host
+	}
+	nu.Scheme = scheme
+	t.URL = &nu
+	return t, mediator.Allow("")
+}
+
+// splitScheme splits "scheme:rest" per RFC 3986 (ALPHA *( ALPHA / DIGIT /
+// "+" / "-" / "." )).
+func splitScheme(s string) (scheme, rest string, ok bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		case i > 0 && c == ':':
+			return s[:i], s[i+1:], true
+		default:
+			return "", "", false
+		}
+	}
+	return "", "", false
+}
+
+// splitURLHostPort splits an authority already validated by net/url.
+func splitURLHostPort(hp string) (host, port string) {
+	if strings.HasPrefix(hp, "[") {
+		if i := strings.LastIndexByte(hp, ']'); i >= 0 {
+			if rest := hp[i+1:]; strings.HasPrefix(rest, ":") {
+				return hp[:i+1], rest[1:]
+			}
+			return hp[:i+1], ""
+		}
+		return hp, ""
+	}
+	if i := strings.LastIndexByte(hp, ':'); i >= 0 {
+		return hp[:i], hp[i+1:]
+	}
+	return hp, ""
+}

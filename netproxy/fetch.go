@@ -1,0 +1,418 @@
+package netproxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// Config configures a Fetcher. The zero value is safe: every limit has a
+// finite default and nothing reaches the network except through the ACL.
+type Config struct {
+	// MaxResponseBytes caps a response body (after decompression).
+	// Default 32 MiB: enough for documents and images an agent handles,
+	// small enough that a hostile server cannot exhaust the host's memory.
+	MaxResponseBytes int64
+	// MaxRequestBytes caps a request body. Default 8 MiB: bodies arrive
+	// through native messaging in 1 MiB pieces, so larger ones are unusual.
+	MaxRequestBytes int64
+	// MaxRedirects caps redirects followed per fetch. Default 10 (what
+	// browsers and net/http tolerate); negative means follow none.
+	MaxRedirects int
+	// Timeout bounds a whole fetch: lookups, connects, every redirect and
+	// reading the body. Default 30s. The caller's context may set a shorter
+	// deadline (the profile's executionTimeout); the shorter one wins.
+	Timeout time.Duration
+	// Resolver looks up names. Default net.DefaultResolver. Its answers are
+	// checked like any others: it can make a name resolve, never make an
+	// address allowed.
+	Resolver Resolver
+	// UnsafeProxyURL sends every fetch through this HTTP(S) proxy. Default
+	// nil: no proxy, and the HTTP_PROXY / HTTPS_PROXY / ALL_PROXY /
+	// NO_PROXY environment variables are ignored, because an agent-visible
+	// environment must not redirect traffic past the address checks. It is
+	// "unsafe" because the proxy resolves names itself: netproxy still checks
+	// the URL and its own resolution of the name, but cannot stop the proxy
+	// from seeing a different (rebound) answer.
+	UnsafeProxyURL *url.URL
+	// RootCAs verifies servers' TLS certificates. Default nil: the system
+	// roots. Tests pass their httptest server's certificate.
+	RootCAs *x509.CertPool
+}
+
+// Defaults, see Config.
+const (
+	DefaultMaxResponseBytes = 32 << 20
+	DefaultMaxRequestBytes  = 8 << 20
+	DefaultMaxRedirects     = 10
+	DefaultTimeout          = 30 * time.Second
+)
+
+// Limits on agent-supplied headers.
+const (
+	maxHeaders     = 100
+	maxHeaderBytes = 64 << 10
+)
+
+// Fetcher performs fetches for agents. It is safe for concurrent use; all
+// fetches share one transport and its keep-alive connections.
+type Fetcher struct {
+	cfg       Config
+	resolver  Resolver
+	dialer    net.Dialer
+	transport *http.Transport
+	proxyAddr string // host:port of UnsafeProxyURL, "" without a proxy
+
+	// dialHook replaces the final connect in tests, which use it to prove
+	// that only checked addresses are dialled and only loopback is reached.
+	dialHook func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// New returns a Fetcher; zero fields of cfg take their defaults.
+func New(cfg Config) *Fetcher {
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	switch {
+	case cfg.MaxRedirects == 0:
+		cfg.MaxRedirects = DefaultMaxRedirects
+	case cfg.MaxRedirects < 0:
+		cfg.MaxRedirects = 0
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	f := &Fetcher{cfg: cfg, resolver: cfg.Resolver}
+	if f.resolver == nil {
+		f.resolver = net.DefaultResolver
+	}
+	f.dialer = net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true) // over TLS only: no cleartext HTTP/2 (h2c)
+	f.transport = &http.Transport{
+		Proxy:                  nil, // never from the environment
+		DialContext:            f.dialContext,
+		TLSClientConfig:        &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:    10 * time.Second,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    16,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: 256 << 10,
+		Protocols:              protocols,
+	}
+	if p := cfg.UnsafeProxyURL; p != nil {
+		f.transport.Proxy = http.ProxyURL(p)
+		port := p.Port()
+		if port == "" {
+			port = "80"
+			if p.Scheme == "https" {
+				port = "443"
+			}
+		}
+		f.proxyAddr = net.JoinHostPort(p.Hostname(), port)
+	}
+	return f
+}
+
+// CloseIdleConnections closes kept-alive connections.
+func (f *Fetcher) CloseIdleConnections() { f.transport.CloseIdleConnections() }
+
+// Request is what an agent asks for.
+type Request struct {
+	URL     string
+	Method  string            // default GET; GET HEAD POST PUT PATCH DELETE OPTIONS
+	Headers map[string]string // see checkHeaders for the refused names
+	Body    []byte
+}
+
+// Response is what the agent gets back.
+type Response struct {
+	Status     int
+	StatusText string
+	Headers    map[string][]string
+	Body       []byte
+	FinalURL   string   // the URL that produced this response
+	Redirects  []string // each redirect hop's URL, in order (FinalURL last)
+}
+
+// Fetch performs req for an agent whose allowedHosts is acl. Policy refusals
+// are *DenyError (IsDenial); they happen before anything is sent to the
+// refused target and, for the static URL rules, before any DNS lookup.
+// Other failures carry CodeTimeout, CodeDNSError, CodeTooLarge (response)
+// or CodeUpstreamError.
+func (f *Fetcher) Fetch(ctx context.Context, acl *ACL, req Request) (*Response, error) {
+	method, d := checkMethod(req.Method)
+	if !d.Allowed {
+		return nil, denyErr(d, req.URL, 0)
+	}
+	hdr, d := checkHeaders(req.Headers)
+	if !d.Allowed {
+		return nil, denyErr(d, req.URL, 0)
+	}
+	if int64(len(req.Body)) > f.cfg.MaxRequestBytes {
+		return nil, denyErr(deny(mediator.CodeTooLarge, "the request body is %d bytes; at most %d are allowed", len(req.Body), f.cfg.MaxRequestBytes), req.URL, 0)
+	}
+	t, d := acl.Check(req.URL)
+	if !d.Allowed {
+		return nil, denyErr(d, req.URL, 0)
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	ctx = context.WithValue(ctx, aclKey{}, acl)
+
+	body := req.Body
+	var redirects []string
+	for hop := 0; ; hop++ {
+		resp, err := f.roundTrip(ctx, acl, t, method, hdr, body)
+		if err != nil {
+			return nil, fetchErr(ctx, err, t.URL.String(), hop)
+		}
+		loc := resp.Header.Get("Location")
+		if !isRedirect(resp.StatusCode) || loc == "" {
+			return f.readResponse(ctx, resp, t, redirects, method)
+		}
+		// Drain a little so the connection can be reused, then decide.
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		resp.Body.Close()
+		if hop+1 > f.cfg.MaxRedirects {
+			return nil, &DenyError{Code: mediator.CodeTooManyRedirects,
+				Reason: fmt.Sprintf("more than %d redirects", f.cfg.MaxRedirects), URL: truncURL(loc), Hop: hop + 1}
+		}
+		next, abs, d := nextHop(acl, t.URL, loc)
+		if !d.Allowed {
+			return nil, denyErr(d, abs, hop+1)
+		}
+		method, body, hdr = redirectRequest(resp.StatusCode, method, body, hdr, t, next)
+		t = next
+		redirects = append(redirects, t.URL.String())
+	}
+}
+
+func (f *Fetcher) roundTrip(ctx context.Context, acl *ACL, t Target, method string, hdr http.Header, body []byte) (*http.Response, error) {
+	if f.proxyAddr != "" {
+		// Through a proxy the dialer never sees the target; check our own
+		// resolution of it so that at least static tricks are refused.
+		if _, err := f.resolveChecked(ctx, acl, t.Host, t.Port); err != nil {
+			return nil, err
+		}
+	}
+	u := *t.URL
+	r := &http.Request{
+		Method:     method,
+		URL:        &u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     hdr.Clone(),
+		Host:       u.Host,
+	}
+	if len(body) > 0 {
+		r.ContentLength = int64(len(body))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	return f.transport.RoundTrip(r.WithContext(ctx))
+}
+
+func (f *Fetcher) readResponse(ctx context.Context, resp *http.Response, t Target, redirects []string, method string) (*Response, error) {
+	defer resp.Body.Close()
+	max := f.cfg.MaxResponseBytes
+	final := t.URL.String()
+	if resp.ContentLength > max {
+		return nil, fmt.Errorf("fetch[%s]: %w", truncURL(final), mediator.Errorf(mediator.CodeTooLarge,
+			"the response body is %d bytes; at most %d are allowed", resp.ContentLength, max))
+	}
+	var body []byte
+	if method != http.MethodHead {
+		var err error
+		body, err = io.ReadAll(io.LimitReader(resp.Body, max+1))
+		if err != nil {
+			return nil, fetchErr(ctx, err, final, len(redirects))
+		}
+		if int64(len(body)) > max {
+			return nil, fmt.Errorf("fetch[%s]: %w", truncURL(final), mediator.Errorf(mediator.CodeTooLarge,
+				"the response body is larger than %d bytes", max))
+		}
+	}
+	return &Response{
+		Status:     resp.StatusCode,
+		StatusText: strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)+" "),
+		Headers:    map[string][]string(resp.Header.Clone()),
+		Body:       body,
+		FinalURL:   final,
+		Redirects:  redirects,
+	}, nil
+}
+
+// fetchErr turns a transport error into a denial (as raised by the dialer),
+// a timeout or a short upstream error. Internal details (addresses, OS error
+// text) are left out of the message the agent sees.
+func fetchErr(ctx context.Context, err error, u string, hop int) error {
+	var de *DenyError
+	if errors.As(err, &de) {
+		c := *de
+		c.URL, c.Hop = truncURL(u), hop
+		return &c
+	}
+	u = truncURL(u)
+	var me *mediator.Error
+	if errors.As(err, &me) {
+		return fmt.Errorf("fetch[%s]: %w", u, me)
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return fmt.Errorf("fetch[%s]: %w", u, mediator.Errorf(mediator.CodeTimeout, "the request timed out"))
+	}
+	msg := "the server could not be reached or did not answer with valid HTTP"
+	var (
+		certErr  *tls.CertificateVerificationError
+		hostErr  x509.HostnameError
+		authErr  x509.UnknownAuthorityError
+		recHdErr tls.RecordHeaderError
+	)
+	switch {
+	case errors.Is(err, context.Canceled):
+		msg = "the request was cancelled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		msg = "the server refused the connection"
+	case errors.Is(err, syscall.ECONNRESET):
+		msg = "the server reset the connection"
+	case errors.As(err, &certErr), errors.As(err, &hostErr), errors.As(err, &authErr):
+		msg = "the server's TLS certificate is not valid for this host"
+	case errors.As(err, &recHdErr):
+		msg = "the server did not answer with TLS"
+	}
+	return fmt.Errorf("fetch[%s]: %w", u, mediator.Errorf(mediator.CodeUpstreamError, "%s", msg))
+}
+
+func isRedirect(code int) bool {
+	switch code {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// nextHop resolves a Location header and checks the result as a new URL.
+// Absolute Locations are checked exactly as the server wrote them, so a
+// redirect gets the same verdict and code as fetching that URL directly.
+func nextHop(acl *ACL, cur *url.URL, loc string) (Target, string, mediator.Decision) {
+	if d := rawURLChecks(loc); !d.Allowed {
+		return Target{}, loc, d
+	}
+	abs := loc
+	if _, _, ok := splitScheme(loc); !ok {
+		if strings.HasPrefix(loc, "//") {
+			abs = cur.Scheme + ":" + loc
+		} else {
+			ref, err := url.Parse(loc)
+			if err != nil {
+				return Target{}, loc, deny(mediator.CodeInvalidURL, "the redirect's Location does not parse")
+			}
+			abs = cur.ResolveReference(ref).String()
+		}
+	}
+	t, d := acl.Check(abs)
+	return t, abs, d
+}
+
+// redirectRequest is the request for the next hop, as browsers do it:
+// 301/302 turn POST into GET, 303 turns everything but HEAD into GET, and
+// 307/308 keep method and body. Credentials the agent set (Authorization,
+// Cookie) are not sent to another origin.
+func redirectRequest(code int, method string, body []byte, hdr http.Header, from, to Target) (string, []byte, http.Header) {
+	hdr = hdr.Clone()
+	if (code == http.StatusMovedPermanently || code == http.StatusFound) && method == http.MethodPost ||
+		code == http.StatusSeeOther && method != http.MethodHead && method != http.MethodGet {
+		method, body = http.MethodGet, nil
+		for _, h := range []string{"Content-Type", "Content-Encoding", "Content-Language", "Content-Location"} {
+			hdr.Del(h)
+		}
+	}
+	if from.Scheme != to.Scheme || from.Host != to.Host || from.Port != to.Port {
+		hdr.Del("Authorization")
+		hdr.Del("Cookie")
+	}
+	return method, body, hdr
+}
+
+func checkMethod(m string) (string, mediator.Decision) {
+	if m == "" {
+		return http.MethodGet, mediator.Allow("")
+	}
+	switch u := strings.ToUpper(m); u {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return u, mediator.Allow("")
+	}
+	return "", deny(mediator.CodeMethodNotAllowed, "method %q is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS", truncURL(m))
+}
+
+// forbiddenHeaders are headers an agent may not set: they describe the
+// connection or the message framing (which the transport owns, and which
+// smuggling attacks abuse), address a proxy, or would name a different
+// host than the one checked.
+var forbiddenHeaders = map[string]bool{
+	"Host":              true,
+	"Content-Length":    true,
+	"Transfer-Encoding": true,
+	"Connection":        true,
+	"Keep-Alive":        true,
+	"Te":                true,
+	"Trailer":           true,
+	"Upgrade":           true,
+	"Expect":            true,
+	"Http2-Settings":    true,
+}
+
+// checkHeaders validates agent headers into an http.Header. Cookie and
+// Authorization are allowed: the host keeps no cookie jar or credentials of
+// its own, so an agent can only send what it already has; both are dropped
+// on a redirect to another origin.
+func checkHeaders(in map[string]string) (http.Header, mediator.Decision) {
+	if len(in) > maxHeaders {
+		return nil, deny(mediator.CodeTooLarge, "%d headers; at most %d are allowed", len(in), maxHeaders)
+	}
+	h := make(http.Header, len(in))
+	total := 0
+	for name, value := range in {
+		total += len(name) + len(value)
+		if !validHeaderName(name) {
+			return nil, deny(mediator.CodeHeaderNotAllowed, "header name %q is not a valid HTTP token", truncURL(name))
+		}
+		if !validHeaderValue(value) {
+			return nil, deny(mediator.CodeHeaderNotAllowed, "header %q has a value with control characters", truncURL(name))
+		}
+		key := http.CanonicalHeaderKey(name)
+		if forbiddenHeaders[key] || strings.HasPrefix(key, "Proxy-") {
+			return nil, deny(mediator.CodeHeaderNotAllowed, "header %q may not be set by an agent", key)
+		}
+		if _, dup := h[key]; dup {
+			return nil, deny(mediator.CodeHeaderNotAllowed, "header %q is given twice", key)
+		}
+		h[key] = []string{value}
+	}
+	if total > maxHeaderBytes {
+		return nil, deny(mediator.CodeTooLarge, "the headers are %d bytes; at most %d are allowed", total, maxHeaderBytes)
+	}
+	return h, mediator.Allow("")
+}

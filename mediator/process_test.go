@@ -260,3 +260,41 @@ func TestConcurrentProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSimultaneousOpenOfFreshDir opens many stores at the same instant on a
+// data directory that has no database yet. SQLite answers a journal-mode
+// switch that meets another connection's lock with SQLITE_BUSY without
+// waiting, so without a retry some of these opens fail (as host processes
+// did when Chrome started several at once).
+func TestSimultaneousOpenOfFreshDir(t *testing.T) {
+	for round := range 5 {
+		dir := fmt.Sprintf("%s/fresh-%d", t.TempDir(), round)
+		const openers = 8
+		var ready, done sync.WaitGroup
+		gate := make(chan struct{})
+		errs := make([]error, openers)
+		for i := range openers {
+			ready.Add(1)
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				ready.Done()
+				<-gate
+				s, err := Open(dir, Options{})
+				if err == nil {
+					_, err = s.ListAgents(context.Background())
+					s.Close()
+				}
+				errs[i] = err
+			}()
+		}
+		ready.Wait()
+		close(gate)
+		done.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d opener %d: %v", round, i, err)
+			}
+		}
+	}
+}

@@ -126,6 +126,8 @@ type Store struct {
 	now    func() time.Time
 	maxMod int64
 
+	busyTimeout time.Duration // how long setWAL retries; Options.BusyTimeout
+
 	// wmu serialises this process's write transactions. SQLite allows one
 	// writer at a time anyway; queuing here instead of in SQLite's busy
 	// handler (which sleeps 1..100 ms between retries) keeps writes from one
@@ -198,6 +200,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		modDir: filepath.Join(abs, "modules"),
 		now:    opts.Now,
 		maxMod: opts.MaxModuleBytes,
+
+		busyTimeout: opts.BusyTimeout,
 	}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
@@ -220,8 +224,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	// WAL is a property of the file, so setting it once at creation is
 	// enough; it cannot be set inside a transaction, hence before it.
-	var mode string
-	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+	mode, err := s.setWAL(ctx)
+	if err != nil {
 		return storeErr("set WAL mode", err)
 	}
 	if !strings.EqualFold(mode, "wal") {
@@ -241,6 +245,39 @@ func (s *Store) migrate(ctx context.Context) error {
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
 		return err
 	})
+}
+
+// setWAL switches a new database to WAL. SQLite does not call the busy
+// handler for a journal-mode change, so when several hosts start on a fresh
+// data directory at once (Chrome starts one per connection) the losers get
+// SQLITE_BUSY at once; they retry here for as long as the busy timeout.
+func (s *Store) setWAL(ctx context.Context) (string, error) {
+	deadline := time.Now().Add(s.busyTimeout)
+	wait := time.Millisecond
+	for {
+		var mode string
+		err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return mode, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended
+// code), the errors another connection's lock causes.
+func isBusy(err error) bool {
+	var se interface{ Code() int }
+	if !errors.As(err, &se) {
+		return false
+	}
+	primary := se.Code() & 0xff
+	return primary == 5 || primary == 6 // SQLITE_BUSY, SQLITE_LOCKED
 }
 
 // Close closes the database. Pending writes have already been committed.

@@ -63,12 +63,38 @@ func start(t testing.TB, dir string, args ...string) *nmclient.Process {
 	if len(args) == 0 {
 		args = []string{origin}
 	}
-	p, err := nmclient.Start(nmhostBin, args, hostEnv(dir), io.Discard)
+	stderr := &lockedBuffer{}
+	p, err := nmclient.Start(nmhostBin, args, hostEnv(dir), stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Cmd.Process.Kill(); p.Cmd.Wait() })
+	t.Cleanup(func() {
+		p.Cmd.Process.Kill()
+		p.Cmd.Wait()
+		if t.Failed() {
+			t.Logf("host %v stderr:\n%s", args, stderr.String())
+		}
+	})
 	return p
+}
+
+// lockedBuffer collects a host's stderr, written by exec's copier goroutine
+// and read by the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func call(t testing.TB, c *nmclient.Client, typ string, params any) nmclient.Reply {
@@ -358,14 +384,14 @@ func TestDenialsCommand(t *testing.T) {
 func TestDenialsFollowSeesOtherProcesses(t *testing.T) {
 	dir := newDataDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	cmd := exec.CommandContext(ctx, nmhostBin, "denials", "--follow", "--json")
 	cmd.Env = hostEnv(dir)
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Wait()
+	// --follow never ends by itself: stop it before waiting for it.
+	defer func() { cancel(); cmd.Wait() }()
 	time.Sleep(300 * time.Millisecond)
 	p := start(t, dir)
 	call(t, p.Client, "install-agent", profile("followed", "example.com"))

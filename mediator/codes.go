@@ -45,6 +45,26 @@ const (
 	CodeUpstreamError    Code = "upstream_error"
 	CodeDNSError         Code = "dns_error"
 	CodeMethodNotAllowed Code = "method_not_allowed"
+
+	// The browser side and the user.
+	CodeNoBrowser       Code = "no_browser"            // a browser call with no extension attached
+	CodeUserDenied      Code = "user_denied"           // the user answered deny (once)
+	CodeBlockedByUser   Code = "blocked_by_user"       // a remembered always-block answer
+	CodePromptTimeout   Code = "prompt_timeout"        // nobody answered the prompt in time
+	CodeConfirmRequired Code = "confirmation_required" // needs a prompt and no one can be asked
+
+	// Running WebAssembly agents.
+	CodeInvalidModule    Code = "invalid_module"     // not a module wazero accepts
+	CodeImportNotGranted Code = "import_not_granted" // link-time deny: an import the grants do not cover
+	CodeTrap             Code = "trap"               // the guest trapped (unreachable, bad memory access, ...)
+	CodeMemoryLimit      Code = "memory_limit"       // the guest needed more than capabilities.maxMemory
+	CodeCallLimit        Code = "call_limit"         // too many restricted API calls in one run
+	CodeExitNonZero      Code = "exit_nonzero"       // the guest exited with a non-zero status
+
+	// Sessions (seed 001) and the local viewer.
+	CodeUnknownSession Code = "unknown_session"
+	CodeInvalidLevel   Code = "invalid_level"
+	CodeUnauthorized   Code = "unauthorized" // missing or wrong viewer token, foreign Host or Origin
 )
 
 // Decision is the outcome of one security check. The zero value denies:

@@ -27,14 +27,19 @@ import (
 const DBFileName = "nmhost.db"
 
 // schemaVersion is the PRAGMA user_version this code writes and expects.
-// Bump it and append to migrations together.
-const schemaVersion = 1
+var schemaVersion = len(migrations)
 
 // migrations[i] takes the schema from user_version i to i+1. They run in one
 // BEGIN IMMEDIATE transaction, so a crash mid-migration leaves the old schema.
+// Only append: a released database may be at any earlier version.
 var migrations = []string{
-	// 0 -> 1: the first schema.
-	`
+	schemaCore,     // 0 -> 1: agents, grants, denials (this file)
+	schemaPolicy,   // 1 -> 2: preferences and the audit chain (schema_policy.go)
+	schemaSessions, // 2 -> 3: session settings (schema_sessions.go)
+}
+
+// schemaCore is the first schema.
+const schemaCore = `
 CREATE TABLE agents (
 	agent_id      TEXT PRIMARY KEY,
 	profile       TEXT NOT NULL,            -- the normalised profile, JSON
@@ -65,8 +70,7 @@ CREATE INDEX denials_agent_id ON denials (agent_id, id);
 CREATE INDEX denials_permission_id ON denials (permission, id);
 CREATE INDEX denials_ts ON denials (ts);
 CREATE INDEX denials_code_id ON denials (code, id);
-`,
-}
+`
 
 // Grant sources.
 const (

@@ -1,0 +1,40 @@
+package mediator
+
+// Operation is one thing an agent asks to do: a restricted API call made by
+// its WebAssembly module, or a network-fetch request from the extension. It
+// is what the policy classifies and decides, what a prompt shows, and what
+// the audit trail records. It carries targets, never contents: page text and
+// clipboard data appear only as a length.
+type Operation struct {
+	AgentID    string     `json:"agentId"`
+	Permission Permission `json:"permission"` // the grant the operation needs
+	// Name is the operation in the restricted API's terms, the key of the
+	// classification table: "log", "page.read.querySelector",
+	// "page.read.querySelectorAll", "page.read.getPageText",
+	// "page.write.setElementText", "clipboard.read", "clipboard.write",
+	// "notifications.showNotification", "network.fetch".
+	Name string `json:"operation"`
+
+	// Targets, as far as the operation has one. URL and Host are canonical
+	// (netproxy's normal form); Origin is the page's origin for page calls.
+	Method     string `json:"method,omitempty"`
+	URL        string `json:"url,omitempty"`
+	Host       string `json:"host,omitempty"`
+	Origin     string `json:"origin,omitempty"`
+	Selector   string `json:"selector,omitempty"`
+	TextLength int    `json:"textLength,omitempty"` // bytes written or read; never the text
+}
+
+// Operation names: the restricted API (seed 000) plus the extension's
+// network-fetch, which is the same operation as the module's fetch.
+const (
+	OpLog                  = "log"
+	OpPageQuerySelector    = "page.read.querySelector"
+	OpPageQuerySelectorAll = "page.read.querySelectorAll"
+	OpPageGetPageText      = "page.read.getPageText"
+	OpPageSetElementText   = "page.write.setElementText"
+	OpClipboardRead        = "clipboard.read"
+	OpClipboardWrite       = "clipboard.write"
+	OpNotificationsShow    = "notifications.showNotification"
+	OpNetworkFetch         = "network.fetch"
+)

@@ -23,6 +23,11 @@ type Operation struct {
 	Origin     string `json:"origin,omitempty"`
 	Selector   string `json:"selector,omitempty"`
 	TextLength int    `json:"textLength,omitempty"` // bytes written or read; never the text
+
+	// SessionLevel is the permission level of the session the run belongs
+	// to (seed 001: "low", "medium", "high"); empty means the default,
+	// medium. A level can only narrow what the grants allow, never widen it.
+	SessionLevel string `json:"sessionLevel,omitempty"`
 }
 
 // Operation names: the restricted API (seed 000) plus the extension's

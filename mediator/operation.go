@@ -1,5 +1,7 @@
 package mediator
 
+import "context"
+
 // Operation is one thing an agent asks to do: a restricted API call made by
 // its WebAssembly module, or a network-fetch request from the extension. It
 // is what the policy classifies and decides, what a prompt shows, and what
@@ -43,3 +45,13 @@ const (
 	OpNotificationsShow    = "notifications.showNotification"
 	OpNetworkFetch         = "network.fetch"
 )
+
+// Authorizer decides an operation before it runs. A nil error allows it:
+// the caller runs the operation and then calls done with its outcome (nil
+// on success), so the decision and its execution are both on record. A
+// non-nil error denies; it carries the reason code (CodeOf) and the
+// Authorizer has already recorded the denial. done is never nil when the
+// error is nil.
+type Authorizer interface {
+	Authorize(ctx context.Context, op Operation) (done func(result error), err error)
+}

@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
-	"slices"
-	"sync"
 	"unicode/utf8"
 
+	"github.com/agentgate/nmhost/internal/agentfetch"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
@@ -77,7 +75,7 @@ func handleInstallAgent(ctx context.Context, s *server, req *request) (any, erro
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
 	}
-	s.acls.forget(prof.AgentID)
+	s.fetch.Forget(prof.AgentID)
 	s.log.Info("agent installed", "agent", prof.AgentID, "module", sha, "origin", s.opts.Caller.Origin)
 	return rec, nil
 }
@@ -112,7 +110,7 @@ func handleUninstallAgent(ctx context.Context, s *server, req *request) (any, er
 	if err := s.opts.Store.UninstallAgent(ctx, p.AgentID); err != nil {
 		return nil, fmt.Errorf("agent[%s]: %w", p.AgentID, err)
 	}
-	s.acls.forget(p.AgentID)
+	s.fetch.Forget(p.AgentID)
 	return map[string]any{"agentId": p.AgentID, "uninstalled": true}, nil
 }
 
@@ -188,56 +186,28 @@ func handleNetworkFetch(ctx context.Context, s *server, req *request) (any, erro
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	deny := func(code mediator.Code, url, reason string) error {
-		s.recordDenial(ctx, mediator.Denial{
-			AgentID: p.AgentID, Permission: string(mediator.PermNetworkFetch), Code: code,
-			Context: mediator.DenialContext{URL: url, Reason: reason, Method: p.Options.Method},
-		})
-		return fmt.Errorf("agent[%s] fetch: %w", clip(p.AgentID), mediator.Errorf(code, "%s", reason))
-	}
-	if err := mediator.ValidAgentID(p.AgentID); err != nil {
-		return nil, deny(mediator.CodeUnknownAgent, p.URL, mediator.MessageOf(err))
-	}
-	rec, err := s.opts.Store.Agent(ctx, p.AgentID)
-	if err != nil {
-		if mediator.CodeOf(err) == mediator.CodeUnknownAgent {
-			return nil, deny(mediator.CodeUnknownAgent, p.URL, fmt.Sprintf("agent %q is not installed", p.AgentID))
-		}
-		return nil, err
-	}
-	if d := s.opts.Store.Check(ctx, p.AgentID, mediator.PermNetworkFetch); !d.Allowed {
-		return nil, deny(codeOr(d.Code), p.URL, d.Reason)
-	}
-	if !rec.Profile.Capabilities.NetworkAccess {
-		return nil, deny(mediator.CodeNetworkDisabled, p.URL, "the agent's profile does not enable networkAccess")
-	}
-	acl, err := s.acls.get(rec)
-	if err != nil {
-		return nil, deny(mediator.CodeInvalidAllowedHost, p.URL, mediator.MessageOf(err))
-	}
 	var body []byte
 	switch p.Options.BodyEncoding {
 	case "", "text":
 		body = []byte(p.Options.Body)
 	case "base64":
+		var err error
 		if body, err = base64.StdEncoding.DecodeString(p.Options.Body); err != nil {
 			return nil, mediator.Errorf(mediator.CodeBadRequest, "options.body is not valid base64")
 		}
 	default:
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "options.bodyEncoding must be text or base64")
 	}
-	ctx, cancel := context.WithTimeout(ctx, rec.Profile.Capabilities.Timeout())
-	defer cancel()
-	resp, err := s.opts.Fetcher.Fetch(ctx, acl, netproxy.Request{
+	resp, err := s.fetch.Fetch(ctx, agentfetch.Request{AgentID: p.AgentID, Request: netproxy.Request{
 		URL: p.URL, Method: p.Options.Method, Headers: p.Options.Headers, Body: body,
-	})
+	}})
 	if err != nil {
-		var de *netproxy.DenyError
-		if errors.As(err, &de) {
-			return nil, deny(de.Code, de.URL, de.Reason)
-		}
-		return nil, fmt.Errorf("agent[%s] fetch: %w", p.AgentID, err)
+		return nil, err
 	}
+	return newFetchReply(resp), nil
+}
+
+func newFetchReply(resp *netproxy.Response) fetchReply {
 	out := fetchReply{
 		Status: resp.Status, StatusText: resp.StatusText, Headers: resp.Headers,
 		FinalURL: resp.FinalURL, Redirects: resp.Redirects,
@@ -247,15 +217,9 @@ func handleNetworkFetch(ctx context.Context, s *server, req *request) (any, erro
 	} else {
 		out.Body, out.BodyEncoding = base64.StdEncoding.EncodeToString(resp.Body), "base64"
 	}
-	return out, nil
+	return out
 }
 
-func codeOr(c mediator.Code) mediator.Code {
-	if c == "" || c == mediator.CodeAllowed {
-		return mediator.CodeInternal
-	}
-	return c
-}
 
 func handleListDenials(ctx context.Context, s *server, req *request) (any, error) {
 	var f mediator.DenialFilter
@@ -289,46 +253,4 @@ func handleLogDenial(ctx context.Context, s *server, req *request) (any, error) 
 		return nil, err
 	}
 	return d, nil
-}
-
-// aclCache keeps each agent's parsed ACL until its profile changes, so a
-// 10,000-entry list is parsed once, not on every fetch.
-type aclCache struct {
-	mu sync.Mutex
-	m  map[string]aclEntry
-}
-
-type aclEntry struct {
-	hosts []string
-	acl   *netproxy.ACL
-}
-
-func (c *aclCache) get(rec mediator.AgentRecord) (*netproxy.ACL, error) {
-	id := rec.Profile.AgentID
-	c.mu.Lock()
-	e, ok := c.m[id]
-	c.mu.Unlock()
-	// Compared by content, not by a timestamp: another host process may
-	// have re-installed the agent within the same millisecond.
-	hosts := rec.Profile.Capabilities.AllowedHosts
-	if ok && slices.Equal(e.hosts, hosts) {
-		return e.acl, nil
-	}
-	acl, err := netproxy.NewACL(hosts)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.m == nil {
-		c.m = map[string]aclEntry{}
-	}
-	c.m[id] = aclEntry{slices.Clone(hosts), acl}
-	c.mu.Unlock()
-	return acl, nil
-}
-
-func (c *aclCache) forget(id string) {
-	c.mu.Lock()
-	delete(c.m, id)
-	c.mu.Unlock()
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/agentgate/nmhost/internal/agentfetch"
 	"github.com/agentgate/nmhost/internal/frame"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
@@ -22,11 +23,14 @@ import (
 // shape changes incompatibly.
 const ProtocolVersion = 1
 
-// Options configures Serve. Store and Fetcher are required; the rest have
-// safe zero values.
+// Options configures Serve. Store, Fetcher and Authorizer are required;
+// the rest have safe zero values.
 type Options struct {
 	Store   *mediator.Store
 	Fetcher *netproxy.Fetcher
+	// Authorizer decides every agent operation after its grant and ACL
+	// checks (safety class, remembered answers, prompts, audit).
+	Authorizer mediator.Authorizer
 	// Caller is who launched the host.
 	Caller Caller
 	// OriginAllowed admits the caller. False (the default) answers every
@@ -63,10 +67,14 @@ type server struct {
 	opts Options
 	out  *frame.Writer
 	log  *slog.Logger
-	acls aclCache
+	fetch *agentfetch.Service
+	peer  peer
 	// broken is closed when stdout fails: the browser is gone.
 	broken     chan struct{}
 	brokenOnce sync.Once
+	// inputEnded is closed when stdin ends: nothing can answer a
+	// host-initiated request any more, so waiting for one is pointless.
+	inputEnded chan struct{}
 }
 
 type request struct {
@@ -96,8 +104,8 @@ var nullID = json.RawMessage("null")
 // Serve answers framed requests from r on w until r ends, then waits for
 // requests still running. It returns nil on a clean end of input.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
-	if opts.Store == nil || opts.Fetcher == nil {
-		return errors.New("host: Serve needs a Store and a Fetcher")
+	if opts.Store == nil || opts.Fetcher == nil || opts.Authorizer == nil {
+		return errors.New("host: Serve needs a Store, a Fetcher and an Authorizer")
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 64
@@ -106,7 +114,15 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &server{opts: opts, out: frame.NewWriter(w), log: log, broken: make(chan struct{})}
+	s := &server{opts: opts, out: frame.NewWriter(w), log: log, broken: make(chan struct{}), inputEnded: make(chan struct{})}
+	s.peer.s = s
+	fetch, err := agentfetch.New(agentfetch.Config{
+		Store: opts.Store, Fetcher: opts.Fetcher, Authorizer: opts.Authorizer, LogDenial: s.recordDenial,
+	})
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	s.fetch = fetch
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -123,6 +139,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	sem := make(chan struct{}, opts.MaxInFlight)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer close(s.inputEnded) // runs before wg.Wait: waiting handlers give up first
 	for {
 		msg, err := in.Next()
 		switch {
@@ -168,6 +185,10 @@ func (s *server) handle(ctx context.Context, msg []byte) {
 	}
 	if err != nil {
 		s.sendErr(id, err)
+		return
+	}
+	if _, ok := resultTypes[req.Type]; ok {
+		s.peer.deliver(req)
 		return
 	}
 	h, ok := handlers[req.Type]
@@ -229,28 +250,37 @@ func (s *server) sendErr(id json.RawMessage, err error) {
 // send encodes r and writes it as one frame, or as numbered chunks when it
 // exceeds the browser's 1 MiB limit.
 func (s *server) send(r reply) {
+	if err := s.write(r.ID, r); err != nil {
+		s.log.Error("reply not encodable", "id", string(r.ID), "err", err)
+		_ = s.write(r.ID, reply{ID: r.ID, Error: "the reply could not be encoded", Code: mediator.CodeInternal})
+	}
+}
+
+// write encodes any outbound message (reply, progress event, host-initiated
+// request) and sends it as one frame or as chunks under id. Frames from
+// concurrent handlers never interleave inside one frame; chunks of one
+// message may interleave with other messages, which the chunk format allows.
+func (s *server) write(id json.RawMessage, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		s.log.Error("reply not encodable", "id", string(r.ID), "err", err)
-		r = reply{ID: r.ID, Error: "the reply could not be encoded", Code: mediator.CodeInternal}
-		buf.Reset()
-		_ = enc.Encode(r)
+	if err := enc.Encode(v); err != nil {
+		return err
 	}
 	payload := bytes.TrimRight(buf.Bytes(), "\n")
-	frames, err := frame.Split(r.ID, payload)
+	frames, err := frame.Split(id, payload)
 	if err != nil {
-		s.log.Error("reply not splittable", "id", string(r.ID), "err", err)
-		return
+		s.log.Error("message not splittable", "id", string(id), "err", err)
+		return nil
 	}
 	for _, f := range frames {
 		if err := s.out.Write(f); err != nil {
 			s.log.Warn("browser gone: write failed", "err", err)
 			s.brokenOnce.Do(func() { close(s.broken) })
-			return
+			return nil
 		}
 	}
+	return nil
 }
 
 // parseRequest parses the envelope once. On error it still returns the

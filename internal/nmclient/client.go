@@ -37,7 +37,9 @@ type Client struct {
 	nextID  atomic.Int64
 	mu      sync.Mutex
 	pending map[string]chan Reply
+	events  map[string]func(Event)
 	chunks  map[string][][]byte
+	onHost  HostHandler
 	done    chan struct{}
 	err     error
 	// Unmatched receives replies whose id matches no pending call (for
@@ -51,7 +53,7 @@ type Client struct {
 func New(r io.Reader, w io.Writer, closer io.Closer) *Client {
 	c := &Client{
 		w: frame.NewWriter(w), closer: closer,
-		pending: map[string]chan Reply{}, chunks: map[string][][]byte{},
+		pending: map[string]chan Reply{}, events: map[string]func(Event){}, chunks: map[string][][]byte{},
 		done: make(chan struct{}), Unmatched: make(chan Reply, 64),
 	}
 	go c.readLoop(r)
@@ -92,9 +94,38 @@ func (p *Process) Wait() error {
 	return p.Cmd.Wait()
 }
 
+// Event is a progress frame of a long request (run-agent's output and
+// denials): the request's id and an event name, never "success".
+type Event struct {
+	Event string          `json:"event"`
+	Data  json.RawMessage `json:"data"`
+}
+
+// HostHandler answers a request the host sends to the client (browser-call,
+// prompt), as the extension does. It returns the result's fields; the
+// client adds id and the result type. It runs on its own goroutine.
+type HostHandler func(typ string, msg json.RawMessage) map[string]any
+
+// hostResultTypes maps a host-initiated request type to its result type.
+var hostResultTypes = map[string]string{"browser-call": "browser-result", "prompt": "prompt-result"}
+
+// SetHostHandler makes the client answer host-initiated requests with h.
+// Without one they go unanswered, as with an extension that ignores them.
+func (c *Client) SetHostHandler(h HostHandler) {
+	c.mu.Lock()
+	c.onHost = h
+	c.mu.Unlock()
+}
+
 // Call sends a request of type typ with params' fields beside id and type,
 // and waits for its reply.
 func (c *Client) Call(ctx context.Context, typ string, params any) (Reply, error) {
+	return c.CallWithEvents(ctx, typ, params, nil)
+}
+
+// CallWithEvents is Call that also hands the request's progress events to
+// onEvent (on the reader goroutine, in arrival order) until the reply.
+func (c *Client) CallWithEvents(ctx context.Context, typ string, params any, onEvent func(Event)) (Reply, error) {
 	id := strconv.FormatInt(c.nextID.Add(1), 10)
 	msg, err := envelope(id, typ, params)
 	if err != nil {
@@ -107,10 +138,14 @@ func (c *Client) Call(ctx context.Context, typ string, params any) (Reply, error
 		return Reply{}, c.err
 	}
 	c.pending[id] = ch
+	if onEvent != nil {
+		c.events[id] = onEvent
+	}
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		delete(c.pending, id)
+		delete(c.events, id)
 		c.mu.Unlock()
 	}()
 	if err := c.w.Write(msg); err != nil {
@@ -168,6 +203,8 @@ func (c *Client) readLoop(r io.Reader) {
 func (c *Client) dispatch(msg []byte) {
 	var head struct {
 		ID    json.RawMessage `json:"id"`
+		Type  string          `json:"type"`
+		Event string          `json:"event"`
 		Chunk *struct {
 			Seq   int `json:"seq"`
 			Total int `json:"total"`
@@ -196,6 +233,27 @@ func (c *Client) dispatch(msg []byte) {
 		}
 		msg, frames = joined, len(parts)
 	}
+	if head.Chunk != nil {
+		// The joined message is what matters from here on.
+		head.Type, head.Event = "", ""
+		_ = json.Unmarshal(msg, &head)
+	}
+	if result, ok := hostResultTypes[head.Type]; ok {
+		c.answerHost(head.ID, head.Type, result, msg)
+		return
+	}
+	if head.Event != "" {
+		var ev Event
+		if json.Unmarshal(msg, &ev) == nil {
+			c.mu.Lock()
+			fn := c.events[key]
+			c.mu.Unlock()
+			if fn != nil {
+				fn(ev)
+			}
+		}
+		return
+	}
 	var r Reply
 	if err := json.Unmarshal(msg, &r); err != nil {
 		return
@@ -212,6 +270,25 @@ func (c *Client) dispatch(msg []byte) {
 	case c.Unmatched <- r:
 	default:
 	}
+}
+
+func (c *Client) answerHost(id json.RawMessage, typ, resultType string, msg []byte) {
+	c.mu.Lock()
+	h := c.onHost
+	c.mu.Unlock()
+	if h == nil {
+		return
+	}
+	go func() {
+		fields := h(typ, msg)
+		if fields == nil {
+			fields = map[string]any{}
+		}
+		fields["id"], fields["type"] = id, resultType
+		if b, err := json.Marshal(fields); err == nil {
+			_ = c.w.Write(b)
+		}
+	}()
 }
 
 // idKey normalises an id so "7" and 7 do not collide with each other's

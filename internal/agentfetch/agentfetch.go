@@ -1,0 +1,182 @@
+package agentfetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy"
+)
+
+// Config wires a Service. Store, Fetcher and Authorizer are required.
+type Config struct {
+	Store   *mediator.Store
+	Fetcher *netproxy.Fetcher
+	// Authorizer decides the operation once the grant, capability and ACL
+	// checks have passed: safety class, remembered answers, prompts, audit.
+	Authorizer mediator.Authorizer
+	// LogDenial records the denials this package decides itself (grant,
+	// capability, ACL, redirect hops). Default: Store.LogDenial with the
+	// layer "host", written even when the request's context is done.
+	LogDenial func(ctx context.Context, d mediator.Denial)
+}
+
+// Service performs mediated fetches. It is safe for concurrent use.
+type Service struct {
+	cfg  Config
+	acls aclCache
+}
+
+// New returns a Service, or an error when a required part is missing:
+// there is no unmediated mode.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil || cfg.Fetcher == nil || cfg.Authorizer == nil {
+		return nil, errors.New("agentfetch: Config needs a Store, a Fetcher and an Authorizer")
+	}
+	if cfg.LogDenial == nil {
+		store := cfg.Store
+		cfg.LogDenial = func(ctx context.Context, d mediator.Denial) {
+			if d.Context.Layer == "" {
+				d.Context.Layer = "host"
+			}
+			_, _ = store.LogDenial(context.WithoutCancel(ctx), d)
+		}
+	}
+	return &Service{cfg: cfg}, nil
+}
+
+// Request is one fetch asked for by an agent.
+type Request struct {
+	AgentID      string
+	SessionLevel string // seed 001 level of the run; "" is the default
+	netproxy.Request
+}
+
+// Fetch runs the checks in order (agent, grant, networkAccess, allowedHosts,
+// then the Authorizer) and, when all pass, the request itself. Every denial
+// is recorded before Fetch returns it; nothing is sent for a denied request.
+func (s *Service) Fetch(ctx context.Context, req Request) (*netproxy.Response, error) {
+	method := strings.ToUpper(req.Method)
+	if method == "" {
+		method = "GET"
+	}
+	deny := func(code mediator.Code, url, reason string) error {
+		s.cfg.LogDenial(ctx, mediator.Denial{
+			AgentID: req.AgentID, Permission: string(mediator.PermNetworkFetch), Code: code,
+			Context: mediator.DenialContext{URL: url, Reason: reason, Method: method},
+		})
+		return fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), mediator.Errorf(code, "%s", reason))
+	}
+	if err := mediator.ValidAgentID(req.AgentID); err != nil {
+		return nil, deny(mediator.CodeUnknownAgent, req.URL, mediator.MessageOf(err))
+	}
+	rec, err := s.cfg.Store.Agent(ctx, req.AgentID)
+	if err != nil {
+		if mediator.CodeOf(err) == mediator.CodeUnknownAgent {
+			return nil, deny(mediator.CodeUnknownAgent, req.URL, fmt.Sprintf("agent %q is not installed", req.AgentID))
+		}
+		return nil, err
+	}
+	if d := s.cfg.Store.Check(ctx, req.AgentID, mediator.PermNetworkFetch); !d.Allowed {
+		return nil, deny(codeOr(d.Code), req.URL, d.Reason)
+	}
+	if !rec.Profile.Capabilities.NetworkAccess {
+		return nil, deny(mediator.CodeNetworkDisabled, req.URL, "the agent's profile does not enable networkAccess")
+	}
+	acl, err := s.acls.get(rec)
+	if err != nil {
+		return nil, deny(mediator.CodeInvalidAllowedHost, req.URL, mediator.MessageOf(err))
+	}
+	// The ACL is checked here, before the policy, so that a host the user
+	// never allowed is refused without a prompt; Fetch checks it again on
+	// the URL it actually sends, and on every redirect hop.
+	target, d := acl.Check(req.URL)
+	if !d.Allowed {
+		return nil, deny(codeOr(d.Code), req.URL, d.Reason)
+	}
+	op := mediator.Operation{
+		AgentID: req.AgentID, Permission: mediator.PermNetworkFetch, Name: mediator.OpNetworkFetch,
+		Method: method, URL: target.URL.String(), Host: target.Host, TextLength: len(req.Body),
+		SessionLevel: req.SessionLevel,
+	}
+	done, err := s.cfg.Authorizer.Authorize(ctx, op)
+	if err != nil {
+		return nil, fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, rec.Profile.Capabilities.Timeout())
+	defer cancel()
+	resp, err := s.cfg.Fetcher.Fetch(ctx, acl, req.Request)
+	done(err)
+	if err != nil {
+		var de *netproxy.DenyError
+		if errors.As(err, &de) {
+			return nil, deny(de.Code, de.URL, de.Reason)
+		}
+		return nil, fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), err)
+	}
+	return resp, nil
+}
+
+// Forget drops the cached ACL of an agent (after uninstall).
+func (s *Service) Forget(agentID string) { s.acls.forget(agentID) }
+
+func codeOr(c mediator.Code) mediator.Code {
+	if c == "" || c == mediator.CodeAllowed {
+		return mediator.CodeInternal
+	}
+	return c
+}
+
+// clip bounds an agent id taken from a request before it enters an error.
+func clip(s string) string {
+	if len(s) > mediator.MaxAgentIDLen {
+		return s[:mediator.MaxAgentIDLen] + "..."
+	}
+	return s
+}
+
+// aclCache keeps each agent's parsed ACL until its profile changes, so a
+// 10,000-entry list is parsed once, not on every fetch.
+type aclCache struct {
+	mu sync.Mutex
+	m  map[string]aclEntry
+}
+
+type aclEntry struct {
+	hosts []string
+	acl   *netproxy.ACL
+}
+
+func (c *aclCache) get(rec mediator.AgentRecord) (*netproxy.ACL, error) {
+	id := rec.Profile.AgentID
+	c.mu.Lock()
+	e, ok := c.m[id]
+	c.mu.Unlock()
+	// Compared by content, not by a timestamp: another host process may
+	// have re-installed the agent within the same millisecond.
+	hosts := rec.Profile.Capabilities.AllowedHosts
+	if ok && slices.Equal(e.hosts, hosts) {
+		return e.acl, nil
+	}
+	acl, err := netproxy.NewACL(hosts)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]aclEntry{}
+	}
+	c.m[id] = aclEntry{slices.Clone(hosts), acl}
+	c.mu.Unlock()
+	return acl, nil
+}
+
+func (c *aclCache) forget(id string) {
+	c.mu.Lock()
+	delete(c.m, id)
+	c.mu.Unlock()
+}

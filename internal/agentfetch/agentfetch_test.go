@@ -1,0 +1,203 @@
+package agentfetch
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy"
+)
+
+// recordingAuthorizer allows or denies every operation and remembers what it
+// was asked and what each operation's outcome was.
+type recordingAuthorizer struct {
+	deny     mediator.Code // "" allows
+	mu       sync.Mutex
+	asked    []mediator.Operation
+	outcomes []error
+}
+
+func (a *recordingAuthorizer) Authorize(_ context.Context, op mediator.Operation) (func(error), error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked = append(a.asked, op)
+	if a.deny != "" {
+		return nil, mediator.Errorf(a.deny, "test authorizer denies %s", op.Name)
+	}
+	return func(err error) {
+		a.mu.Lock()
+		a.outcomes = append(a.outcomes, err)
+		a.mu.Unlock()
+	}, nil
+}
+
+type canary struct {
+	*httptest.Server
+	hits atomic.Int64
+}
+
+func newCanary(t *testing.T, h http.HandlerFunc) *canary {
+	c := &canary{}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.hits.Add(1)
+		h(w, r)
+	}))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func hostOf(u string) string { return strings.TrimPrefix(u, "http://") }
+
+type fixture struct {
+	store *mediator.Store
+	auth  *recordingAuthorizer
+	svc   *Service
+}
+
+func newFixture(t *testing.T, deny mediator.Code) *fixture {
+	t.Helper()
+	store, err := mediator.Open(t.TempDir(), mediator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	auth := &recordingAuthorizer{deny: deny}
+	svc, err := New(Config{Store: store, Fetcher: netproxy.New(netproxy.Config{}), Authorizer: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{store, auth, svc}
+}
+
+func (f *fixture) install(t *testing.T, id string, perms []mediator.Permission, network bool, hosts ...string) {
+	t.Helper()
+	p := mediator.Profile{AgentID: id, Permissions: mediator.Permissions{Required: perms},
+		Capabilities: mediator.Capabilities{NetworkAccess: network, AllowedHosts: hosts, ExecutionTimeout: 3000}}
+	if err := p.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.InstallAgent(context.Background(), p, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewRefusesAnUnmediatedService(t *testing.T) {
+	store, err := mediator.Open(t.TempDir(), mediator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := New(Config{Store: store, Fetcher: netproxy.New(netproxy.Config{})}); err == nil {
+		t.Fatal("a Service without an Authorizer was built")
+	}
+}
+
+// TestChecksComeBeforeThePolicy feeds requests that fail each check in turn:
+// each gets its code, a denial record, no question to the Authorizer (so no
+// prompt for a host the user never allowed) and no hit on the target.
+func TestChecksComeBeforeThePolicy(t *testing.T) {
+	target := newCanary(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached") })
+	f := newFixture(t, "")
+	fetch := []mediator.Permission{mediator.PermNetworkFetch}
+	f.install(t, "no-grant", nil, true, hostOf(target.URL))
+	f.install(t, "no-network", fetch, false, hostOf(target.URL))
+	f.install(t, "elsewhere", fetch, true, "example.com")
+	f.install(t, "named", fetch, true, "localhost.example")
+	cases := []struct {
+		name, agent, url string
+		want             mediator.Code
+	}{
+		{"bad agent id", "../../etc", target.URL, mediator.CodeUnknownAgent},
+		{"unknown agent", "ghost", target.URL, mediator.CodeUnknownAgent},
+		{"not granted", "no-grant", target.URL, mediator.CodePermissionNotGranted},
+		{"network disabled", "no-network", target.URL, mediator.CodeNetworkDisabled},
+		{"host not listed", "elsewhere", target.URL, mediator.CodeHostNotAllowed},
+		// The loopback target spelt as a decimal integer: refused before DNS.
+		{"non-canonical host", "elsewhere", "http://2130706433/", mediator.CodeNonCanonicalHost},
+		{"scheme", "elsewhere", "file:///etc/passwd", mediator.CodeSchemeNotAllowed},
+		{"userinfo", "elsewhere", "http://example.com@" + hostOf(target.URL) + "/", mediator.CodeInvalidURL},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := f.svc.Fetch(context.Background(), Request{AgentID: c.agent, Request: netproxy.Request{URL: c.url}})
+			if got := mediator.CodeOf(err); got != c.want {
+				t.Fatalf("code %s (%v); want %s", got, err, c.want)
+			}
+			page, lerr := f.store.ListDenials(context.Background(), mediator.DenialFilter{Code: c.want, Limit: 1})
+			if lerr != nil || len(page.Denials) == 0 {
+				t.Fatalf("no %s denial recorded: %v", c.want, lerr)
+			}
+		})
+	}
+	if len(f.auth.asked) != 0 {
+		t.Errorf("the Authorizer was asked about %d refused requests", len(f.auth.asked))
+	}
+	if n := target.hits.Load(); n != 0 {
+		t.Errorf("target hit %d times by refused requests", n)
+	}
+}
+
+func TestAuthorizerSeesTheCanonicalTargetAndTheOutcome(t *testing.T) {
+	target := newCanary(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })
+	f := newFixture(t, "")
+	f.install(t, "ok", []mediator.Permission{mediator.PermNetworkFetch}, true, hostOf(target.URL))
+	resp, err := f.svc.Fetch(context.Background(), Request{AgentID: "ok", SessionLevel: "high",
+		Request: netproxy.Request{URL: target.URL + "/x?q=1", Method: "post", Body: []byte("abc")}})
+	if err != nil || string(resp.Body) != "hello" {
+		t.Fatalf("fetch: %v %+v", err, resp)
+	}
+	if len(f.auth.asked) != 1 || len(f.auth.outcomes) != 1 || f.auth.outcomes[0] != nil {
+		t.Fatalf("asked %d outcomes %v; want one successful operation", len(f.auth.asked), f.auth.outcomes)
+	}
+	op := f.auth.asked[0]
+	want := mediator.Operation{AgentID: "ok", Permission: mediator.PermNetworkFetch, Name: mediator.OpNetworkFetch,
+		Method: "POST", URL: target.URL + "/x?q=1", Host: "127.0.0.1", TextLength: 3, SessionLevel: "high"}
+	if op != want {
+		t.Fatalf("operation %+v\nwant      %+v", op, want)
+	}
+}
+
+func TestAuthorizerDenialStopsTheRequest(t *testing.T) {
+	target := newCanary(t, func(w http.ResponseWriter, r *http.Request) {})
+	f := newFixture(t, mediator.CodeUserDenied)
+	f.install(t, "ok", []mediator.Permission{mediator.PermNetworkFetch}, true, hostOf(target.URL))
+	_, err := f.svc.Fetch(context.Background(), Request{AgentID: "ok", Request: netproxy.Request{URL: target.URL}})
+	if mediator.CodeOf(err) != mediator.CodeUserDenied {
+		t.Fatalf("code %s; want user_denied", mediator.CodeOf(err))
+	}
+	if n := target.hits.Load(); n != 0 {
+		t.Fatalf("target hit %d times after the Authorizer denied", n)
+	}
+}
+
+// TestRedirectToAnUnlistedHostIsDeniedAndRecorded: the policy allowed the
+// first URL; the hop to a host the agent may not reach is refused, recorded,
+// and reported to the Authorizer as the operation's outcome.
+func TestRedirectToAnUnlistedHostIsDeniedAndRecorded(t *testing.T) {
+	forbidden := newCanary(t, func(w http.ResponseWriter, r *http.Request) {})
+	allowed := newCanary(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://localhost:"+forbidden.URL[strings.LastIndex(forbidden.URL, ":")+1:]+"/", http.StatusFound)
+	})
+	f := newFixture(t, "")
+	f.install(t, "ok", []mediator.Permission{mediator.PermNetworkFetch}, true, hostOf(allowed.URL))
+	_, err := f.svc.Fetch(context.Background(), Request{AgentID: "ok", Request: netproxy.Request{URL: allowed.URL}})
+	if mediator.CodeOf(err) != mediator.CodeHostNotAllowed {
+		t.Fatalf("code %s (%v); want host_not_allowed", mediator.CodeOf(err), err)
+	}
+	if forbidden.hits.Load() != 0 {
+		t.Fatal("the redirect target was reached")
+	}
+	if len(f.auth.outcomes) != 1 || mediator.CodeOf(f.auth.outcomes[0]) != mediator.CodeHostNotAllowed {
+		t.Fatalf("outcomes %v; want the redirect denial", f.auth.outcomes)
+	}
+	page, _ := f.store.ListDenials(context.Background(), mediator.DenialFilter{AgentID: "ok"})
+	if len(page.Denials) != 1 || !strings.HasPrefix(page.Denials[0].Context.URL, "http://localhost:") {
+		t.Fatalf("denials %+v; want one for the redirect hop", page.Denials)
+	}
+}

@@ -1,0 +1,150 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// resultTypes are the frames the extension sends in answer to the host's
+// own requests. They go to the waiting caller and are never answered: an
+// answer to an answer would let the two sides ping-pong forever.
+var resultTypes = map[string]string{
+	"browser-result": "browser-call",
+	"prompt-result":  "prompt",
+}
+
+// DefaultBrowserTimeout bounds a browser-call: long enough for a slow page
+// or the clipboard's offscreen document, short enough that a hung tab does
+// not hold a run until its own timeout.
+const DefaultBrowserTimeout = 15 * time.Second
+
+// peer sends host-initiated requests to the extension and matches the
+// results to their callers by id.
+type peer struct {
+	s       *server
+	next    atomic.Int64
+	mu      sync.Mutex
+	waiting map[string]waiter
+}
+
+type waiter struct {
+	typ string // the request type; only its result type may answer
+	ch  chan *request
+}
+
+// deliver hands a result frame to the caller waiting for its id. Results
+// nobody waits for (late, after a timeout, invented) are dropped.
+func (p *peer) deliver(req *request) {
+	var id string
+	if json.Unmarshal(req.ID, &id) != nil {
+		p.s.log.Warn("result dropped: id is not a host id", "type", req.Type, "id", clip(string(req.ID)))
+		return
+	}
+	p.mu.Lock()
+	w, ok := p.waiting[id]
+	if ok && resultTypes[req.Type] == w.typ {
+		delete(p.waiting, id)
+	} else {
+		ok = false
+	}
+	p.mu.Unlock()
+	if !ok {
+		p.s.log.Warn("result dropped: nobody waits for it", "type", req.Type, "id", clip(id))
+		return
+	}
+	w.ch <- req // buffered: never blocks the reader
+}
+
+// ask sends a request of type typ with fields beside id and type, and waits
+// for its result, the timeout, the caller's context or the browser leaving.
+func (p *peer) ask(ctx context.Context, typ string, timeout time.Duration, fields map[string]any) (*request, error) {
+	id := "h:" + strconv.FormatInt(p.next.Add(1), 10)
+	w := waiter{typ: typ, ch: make(chan *request, 1)}
+	p.mu.Lock()
+	if p.waiting == nil {
+		p.waiting = map[string]waiter{}
+	}
+	p.waiting[id] = w
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.waiting, id)
+		p.mu.Unlock()
+	}()
+
+	msg := make(map[string]any, len(fields)+2)
+	for k, v := range fields {
+		msg[k] = v
+	}
+	msg["id"], msg["type"] = id, typ
+	rawID, _ := json.Marshal(id)
+	if err := p.s.write(rawID, msg); err != nil {
+		return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: typ + " could not be encoded", Err: err}
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case r := <-w.ch:
+		return r, nil
+	case <-timer.C:
+		return nil, mediator.Errorf(mediator.CodeTimeout, "the extension did not answer %s within %v", typ, timeout)
+	case <-p.s.broken:
+		return nil, mediator.Errorf(mediator.CodeNoBrowser, "the extension went away before answering %s", typ)
+	case <-p.s.inputEnded:
+		return nil, mediator.Errorf(mediator.CodeNoBrowser, "the extension closed the connection before answering %s", typ)
+	case <-ctx.Done():
+		return nil, &mediator.Error{Code: mediator.CodeTimeout, Msg: typ + " was cancelled", Err: ctx.Err()}
+	}
+}
+
+// browserResult is what the extension answers to a browser-call.
+type browserResult struct {
+	Success bool            `json:"success"`
+	Data    json.RawMessage `json:"data"`
+	Code    string          `json:"code"`
+	Error   string          `json:"error"`
+}
+
+// Browser performs page, clipboard and notification calls for one run in
+// the extension. context is the object the extension sent with run-agent.
+type Browser struct {
+	peer    *peer
+	agentID string
+	context json.RawMessage
+	timeout time.Duration
+}
+
+// Call sends a browser-call and returns the extension's data. A failure the
+// extension reports keeps its code when the code is well-formed; the text
+// is the extension's, bounded.
+func (b *Browser) Call(ctx context.Context, call string, params any) (json.RawMessage, error) {
+	fields := map[string]any{"agentId": b.agentID, "call": call, "params": params}
+	if len(b.context) > 0 {
+		fields["context"] = b.context
+	}
+	r, err := b.peer.ask(ctx, "browser-call", b.timeout, fields)
+	if err != nil {
+		return nil, err
+	}
+	var res browserResult
+	if err := json.Unmarshal(r.Raw, &res); err != nil {
+		return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "the extension's browser-result is malformed", Err: err}
+	}
+	if !res.Success {
+		code := mediator.Code(res.Code)
+		if !codePattern.MatchString(res.Code) || code == mediator.CodeAllowed {
+			code = mediator.CodeInternal
+		}
+		return nil, &mediator.Error{Code: code, Msg: "browser: " + clip(res.Error)}
+	}
+	if len(res.Data) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	return res.Data, nil
+}

@@ -35,13 +35,6 @@ func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 	return nil, &net.DNSError{Err: "no such host (test resolver)", Name: host, IsNotFound: true}
 }
 
-// passAuthorizer adds nothing to the grant and ACL checks.
-type passAuthorizer struct{}
-
-func (passAuthorizer) Authorize(context.Context, mediator.Operation) (func(error), error) {
-	return func(error) {}, nil
-}
-
 type harness struct {
 	t      *testing.T
 	store  *mediator.Store
@@ -66,7 +59,7 @@ func newHarness(t *testing.T, allowed bool) *harness {
 	h := &harness{t: t, store: store, in: inW, done: make(chan error, 1)}
 	go func() {
 		err := Serve(context.Background(), inR, outW, Options{
-			Store: store, Fetcher: fetcher, Authorizer: passAuthorizer{}, Caller: Caller{Origin: testOrigin, Browser: "chromium"},
+			Store: store, Fetcher: fetcher, Authorizer: ChecksOnly{}, Caller: Caller{Origin: testOrigin, Browser: "chromium"},
 			OriginAllowed: allowed, Version: "test",
 		})
 		outW.Close()

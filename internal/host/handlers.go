@@ -220,7 +220,6 @@ func newFetchReply(resp *netproxy.Response) fetchReply {
 	return out
 }
 
-
 func handleListDenials(ctx context.Context, s *server, req *request) (any, error) {
 	var f mediator.DenialFilter
 	if err := req.decode(&f); err != nil {

@@ -64,9 +64,9 @@ var handlers = map[string]handlerFunc{
 }
 
 type server struct {
-	opts Options
-	out  *frame.Writer
-	log  *slog.Logger
+	opts  Options
+	out   *frame.Writer
+	log   *slog.Logger
 	fetch *agentfetch.Service
 	peer  peer
 	// broken is closed when stdout fails: the browser is gone.

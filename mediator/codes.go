@@ -64,7 +64,8 @@ const (
 	// Sessions (seed 001) and the local viewer.
 	CodeUnknownSession Code = "unknown_session"
 	CodeInvalidLevel   Code = "invalid_level"
-	CodeUnauthorized   Code = "unauthorized" // missing or wrong viewer token, foreign Host or Origin
+	CodeSessionLevel   Code = "session_level" // the session's permission level does not allow the operation
+	CodeUnauthorized   Code = "unauthorized"  // missing or wrong viewer token, foreign Host or Origin
 )
 
 // Decision is the outcome of one security check. The zero value denies:

@@ -104,6 +104,10 @@ func TestHelperProcess(t *testing.T) {
 			if d := s.Check(ctx, "shared", PermConsoleLog); !d.Allowed {
 				fail("check %d: %+v", i, d)
 			}
+			// Every child appends to the one audit chain: it must not fork.
+			if _, err := s.AppendAudit(ctx, AuditEntry{Kind: AuditDecision, Operation: Operation{AgentID: "conc-" + tag, Name: OpLog}, Reason: strconv.Itoa(i)}); err != nil {
+				fail("audit %d: %v", i, err)
+			}
 			ack("%d denial %d", i, d.ID)
 		}
 		if err := s.Close(); err != nil {
@@ -255,6 +259,10 @@ func TestConcurrentProcesses(t *testing.T) {
 		if n := len(perTag["conc-"+strconv.Itoa(c)]); n != perChild {
 			t.Errorf("child %d: %d distinct denials stored; want %d", c, n, perChild)
 		}
+	}
+	rep, err := s.VerifyAudit(ctx)
+	if err != nil || !rep.OK || rep.Records != children*perChild {
+		t.Fatalf("audit chain after concurrent appends: %+v %v; want %d intact records", rep, err, children*perChild)
 	}
 	if _, err := s.Agent(ctx, "shared"); err != nil {
 		t.Fatal(err)

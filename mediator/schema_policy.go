@@ -1,19 +1,28 @@
 package mediator
 
-// schemaPolicy adds the tables behind remembered answers and the audit
-// trail. Not yet released: it may change freely until the first release.
+// schemaPolicy adds remembered answers and the audit chain. Not yet
+// released: it may change freely until the first release.
 const schemaPolicy = `
+-- One remembered answer per agent, operation and target; a newer answer
+-- replaces the older one. answer is deliberately unconstrained: a row
+-- holding anything but the two "always" answers is ignored when deciding,
+-- so a damaged row makes the host ask again instead of failing.
 CREATE TABLE preferences (
 	id         INTEGER PRIMARY KEY AUTOINCREMENT,
 	agent_id   TEXT NOT NULL,
 	operation  TEXT NOT NULL,
 	target     TEXT NOT NULL DEFAULT '',
 	answer     TEXT NOT NULL,
-	created_at INTEGER NOT NULL
+	created_at INTEGER NOT NULL,            -- ms since the epoch
+	UNIQUE (agent_id, operation, target)
 );
+-- The audit chain: append-only. hash = SHA-256 over prev, seq and body
+-- (see audit.go); seq has no gaps, so a removed record shows.
 CREATE TABLE audit (
 	seq  INTEGER PRIMARY KEY,
-	body TEXT NOT NULL,
+	ts   INTEGER NOT NULL,                  -- ms since the epoch
+	body TEXT NOT NULL,                     -- canonical JSON of the record
+	prev TEXT NOT NULL,                     -- hash of seq-1, "" for seq 1
 	hash TEXT NOT NULL
 );
 `

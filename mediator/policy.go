@@ -1,0 +1,241 @@
+package mediator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// PolicyDecision is the policy's answer for one operation, in seed 004's
+// shape plus a reason code and what decided it. The zero value denies.
+type PolicyDecision struct {
+	Allowed        bool        `json:"allowed"`
+	RequiresPrompt bool        `json:"requiresPrompt"`
+	Level          SafetyClass `json:"level"`
+	Reason         string      `json:"reason"`
+	AlwaysAllow    bool        `json:"alwaysAllow"`
+	Code           Code        `json:"code"`
+	// DecidedBy names the rule or record that decided: "grant:PERM" for a
+	// missing grant, "capability:NAME", "level:LEVEL", "preference:ID",
+	// "class:CLASS", "prompt:ANSWER".
+	DecidedBy string `json:"decidedBy"`
+}
+
+// PromptRequest is what a Prompter shows the user. It carries the
+// operation's targets and lengths, never page text or clipboard contents.
+type PromptRequest struct {
+	Op      Operation
+	Class   SafetyClass
+	Reason  string
+	Timeout time.Duration
+}
+
+// Prompter asks the user about one operation. An error or an answer other
+// than the four Answer values denies.
+type Prompter interface {
+	Prompt(ctx context.Context, req PromptRequest) (Answer, error)
+}
+
+// PolicyOptions configures a Policy. The zero value never prompts:
+// operations that need confirmation are denied with confirmation_required.
+type PolicyOptions struct {
+	// Prompter asks the user; nil denies what needs confirmation.
+	Prompter Prompter
+	// PromptTimeout is how long a prompt waits before it counts as deny.
+	// Default 60 s: long enough to read a prompt, short enough that an
+	// agent does not sit on a forgotten one.
+	PromptTimeout time.Duration
+}
+
+// DefaultPromptTimeout is PolicyOptions.PromptTimeout's default.
+const DefaultPromptTimeout = 60 * time.Second
+
+// Policy decides every operation an agent makes: grants and capabilities
+// first, then the session level, remembered answers, and the safety class.
+// It implements Authorizer.
+type Policy struct {
+	store *Store
+	opts  PolicyOptions
+}
+
+// NewPolicy returns the policy over s.
+func NewPolicy(s *Store, opts PolicyOptions) *Policy {
+	if opts.PromptTimeout <= 0 {
+		opts.PromptTimeout = DefaultPromptTimeout
+	}
+	return &Policy{store: s, opts: opts}
+}
+
+func denied(class SafetyClass, code Code, by, reason string) PolicyDecision {
+	if code == "" || code == CodeAllowed {
+		code = CodeInternal
+	}
+	return PolicyDecision{Level: class, Code: code, DecidedBy: by, Reason: reason}
+}
+
+// Decide returns the decision for op without prompting or writing. The
+// same op against the same grants and preferences always gets the same
+// decision.
+func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
+	rule, known := RuleFor(op)
+	if !known {
+		return denied(AlwaysConfirm, CodeUnknownPermission, "class:"+string(AlwaysConfirm),
+			fmt.Sprintf("operation %q is not known", truncate(op.Name, 64)))
+	}
+	if op.Permission != "" && op.Permission != rule.Permission {
+		return denied(rule.Class, CodeBadRequest, "grant:"+string(rule.Permission),
+			fmt.Sprintf("operation %s needs %s, not %s", op.Name, rule.Permission, truncate(string(op.Permission), 64)))
+	}
+	if d := p.store.Check(ctx, op.AgentID, rule.Permission); !d.Allowed {
+		return denied(rule.Class, d.Code, "grant:"+string(rule.Permission), d.Reason)
+	}
+	rec, err := p.store.Agent(ctx, op.AgentID)
+	if err != nil {
+		return denied(rule.Class, CodeOf(err), "grant:"+string(rule.Permission), MessageOf(err))
+	}
+	if d, ok := capabilityDenial(rule, rec.Profile.Capabilities); !ok {
+		return d
+	}
+	level, err := ParseLevel(op.SessionLevel)
+	if err != nil {
+		return denied(rule.Class, CodeInvalidLevel, "level:"+truncate(op.SessionLevel, 16), MessageOf(err))
+	}
+	if level == LevelLow && (rule.Class != AlwaysSafe || !rule.StaysLocal) {
+		return denied(rule.Class, CodeSessionLevel, "level:low",
+			fmt.Sprintf("a low-level session only runs safe operations that stay on this machine; %s %s", op.Name, rule.Why))
+	}
+	pref, found, err := p.store.preferenceFor(ctx, op.AgentID, rule.Name, targetKey(rule, op))
+	if err != nil {
+		return denied(rule.Class, CodeOf(err), "preference", MessageOf(err))
+	}
+	by := "preference:" + strconv.FormatInt(pref.ID, 10)
+	switch {
+	case found && pref.Answer == AnswerAlwaysBlock:
+		return denied(rule.Class, CodeBlockedByUser, by, "you chose to always block this")
+	case found && pref.Answer == AnswerAlwaysAllow:
+		return PolicyDecision{Allowed: true, Level: rule.Class, Code: CodeAllowed, DecidedBy: by, AlwaysAllow: true,
+			Reason: "you chose to always allow this"}
+	}
+	switch {
+	case rule.Class == AlwaysSafe:
+		return PolicyDecision{Allowed: true, Level: rule.Class, Code: CodeAllowed, DecidedBy: "class:" + string(rule.Class),
+			Reason: "safe: it " + rule.Why}
+	case rule.Class == RequiresConfirmation && level == LevelHigh:
+		return PolicyDecision{Allowed: true, Level: rule.Class, Code: CodeAllowed, DecidedBy: "level:high",
+			Reason: "a high-level session runs granted operations that need confirmation without asking"}
+	}
+	return PolicyDecision{RequiresPrompt: true, Level: rule.Class, Code: CodeConfirmRequired,
+		DecidedBy: "class:" + string(rule.Class), Reason: "it " + rule.Why}
+}
+
+// capabilityDenial applies the profile's capabilities to the operation.
+func capabilityDenial(rule OperationRule, c Capabilities) (PolicyDecision, bool) {
+	switch {
+	case rule.Permission == PermPageWrite && c.DOMAccess != DOMFull:
+		return denied(rule.Class, CodePermissionNotGranted, "capability:domAccess",
+			fmt.Sprintf("domAccess is %s; page writes need full", c.DOMAccess)), false
+	case rule.Permission == PermPageRead && c.DOMAccess != DOMFull && c.DOMAccess != DOMReadOnly:
+		return denied(rule.Class, CodePermissionNotGranted, "capability:domAccess", "domAccess is none; page reads need read-only or full"), false
+	case rule.Permission == PermNetworkFetch && !c.NetworkAccess:
+		return denied(rule.Class, CodeNetworkDisabled, "capability:networkAccess", "the agent's profile does not enable networkAccess"), false
+	}
+	return PolicyDecision{}, true
+}
+
+// Authorize decides op, asks the user when the decision says so, and
+// records the decision in the audit trail before returning. A denial is
+// also written to the denial log. On success the caller runs the operation
+// and calls done with its outcome, which appends the "executed" record.
+func (p *Policy) Authorize(ctx context.Context, op Operation) (func(error), error) {
+	d := p.Decide(ctx, op)
+	if d.RequiresPrompt {
+		d = p.prompt(ctx, op, d)
+	}
+	entry := AuditEntry{Kind: AuditDecision, Operation: op, Class: d.Level, Allowed: d.Allowed,
+		Code: d.Code, DecidedBy: d.DecidedBy, Reason: d.Reason}
+	rec, err := p.store.AppendAudit(ctx, entry)
+	if err != nil {
+		// No record, no operation: the trail must hold every decision.
+		return nil, fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, err)
+	}
+	if !d.Allowed || d.Code != CodeAllowed {
+		p.logDenial(ctx, op, d)
+		return nil, fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, Errorf(codeOrInternal(d.Code), "%s", d.Reason))
+	}
+	return func(result error) {
+		e := AuditEntry{Kind: AuditExecuted, Operation: op, Class: d.Level, Allowed: true, Ref: rec.Seq}
+		if result != nil {
+			e.Code, e.Error = CodeOf(result), truncate(MessageOf(result), MaxDenialReasonBytes)
+		}
+		_, _ = p.store.AppendAudit(context.WithoutCancel(ctx), e)
+	}, nil
+}
+
+// prompt asks the user and turns the answer into a decision; "always"
+// answers are stored first, so they hold even if the operation then fails.
+func (p *Policy) prompt(ctx context.Context, op Operation, d PolicyDecision) PolicyDecision {
+	if p.opts.Prompter == nil {
+		d.Code, d.Reason = CodeConfirmRequired, "it needs your confirmation and nobody can be asked: "+d.Reason
+		d.RequiresPrompt = false
+		return d
+	}
+	rule, _ := RuleFor(op)
+	pctx, cancel := context.WithTimeout(ctx, p.opts.PromptTimeout)
+	defer cancel()
+	answer, err := p.opts.Prompter.Prompt(pctx, PromptRequest{Op: op, Class: d.Level, Reason: d.Reason, Timeout: p.opts.PromptTimeout})
+	d.RequiresPrompt = false
+	if err != nil {
+		d.Code, d.DecidedBy = CodePromptTimeout, "prompt:timeout"
+		d.Reason = "nobody answered the prompt in time"
+		if c := CodeOf(err); c != CodeTimeout && !errors.Is(err, context.DeadlineExceeded) {
+			d.Code, d.DecidedBy, d.Reason = codeOrInternal(c), "prompt:error", "the prompt failed: "+MessageOf(err)
+		}
+		return d
+	}
+	d.DecidedBy = "prompt:" + string(answer)
+	if answer == AnswerAlwaysAllow || answer == AnswerAlwaysBlock {
+		pref, err := p.store.SetPreference(ctx, Preference{AgentID: op.AgentID, Operation: rule.Name, Target: targetKey(rule, op), Answer: answer})
+		if err != nil {
+			d.Code, d.Reason = CodeOf(err), "your answer could not be stored: "+MessageOf(err)
+			return d
+		}
+		d.DecidedBy = "preference:" + strconv.FormatInt(pref.ID, 10)
+	}
+	switch answer {
+	case AnswerAllowOnce, AnswerAlwaysAllow:
+		d.Allowed, d.Code, d.AlwaysAllow = true, CodeAllowed, answer == AnswerAlwaysAllow
+		d.Reason = "you allowed it"
+	case AnswerAlwaysBlock:
+		d.Code, d.Reason = CodeBlockedByUser, "you chose to always block this"
+	default:
+		d.Code, d.Reason = CodeUserDenied, "you denied it"
+	}
+	return d
+}
+
+func (p *Policy) logDenial(ctx context.Context, op Operation, d PolicyDecision) {
+	perm := op.Permission
+	if rule, ok := RuleFor(op); ok {
+		perm = rule.Permission
+	}
+	details := map[string]string{"operation": op.Name, "decidedBy": d.DecidedBy}
+	if op.Origin != "" {
+		details["pageOrigin"] = op.Origin
+	}
+	if op.Selector != "" {
+		details["selector"] = op.Selector
+	}
+	_, _ = p.store.LogDenial(context.WithoutCancel(ctx), Denial{
+		AgentID: op.AgentID, Permission: string(perm), Code: codeOrInternal(d.Code),
+		Context: DenialContext{URL: op.URL, Reason: d.Reason, Method: op.Method, Layer: "policy", Details: details},
+	})
+}
+
+func codeOrInternal(c Code) Code {
+	if c == "" || c == CodeAllowed {
+		return CodeInternal
+	}
+	return c
+}

@@ -1,0 +1,117 @@
+package mediator
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Answer is the user's answer to a prompt.
+type Answer string
+
+const (
+	AnswerAllowOnce   Answer = "allow-once"
+	AnswerAlwaysAllow Answer = "always-allow"
+	AnswerDeny        Answer = "deny"
+	AnswerAlwaysBlock Answer = "always-block"
+)
+
+// Preference is a remembered "always" answer.
+type Preference struct {
+	ID        int64  `json:"id"`
+	AgentID   string `json:"agentId"`
+	Operation string `json:"operation"`
+	Target    string `json:"target,omitempty"` // host for fetches, origin for page writes
+	Answer    Answer `json:"answer"`
+	CreatedAt int64  `json:"createdAt"` // ms since the epoch
+}
+
+// SetPreference remembers an always-allow or always-block answer for the
+// agent, operation and target, replacing an earlier one.
+func (s *Store) SetPreference(ctx context.Context, p Preference) (Preference, error) {
+	if p.Answer != AnswerAlwaysAllow && p.Answer != AnswerAlwaysBlock {
+		return Preference{}, Errorf(CodeBadRequest, "only always-allow and always-block are remembered, not %q", truncate(string(p.Answer), 32))
+	}
+	if err := ValidAgentID(p.AgentID); err != nil {
+		return Preference{}, err
+	}
+	p.CreatedAt = s.now().UnixMilli()
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `
+INSERT INTO preferences (agent_id, operation, target, answer, created_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (agent_id, operation, target) DO UPDATE SET answer = excluded.answer, created_at = excluded.created_at
+RETURNING id`, p.AgentID, p.Operation, p.Target, string(p.Answer), p.CreatedAt).Scan(&p.ID)
+	})
+	if err != nil {
+		return Preference{}, fmt.Errorf("agent[%s] preference[%s]: %w", p.AgentID, p.Operation, err)
+	}
+	return p, nil
+}
+
+// ListPreferences returns the remembered answers, of one agent when agentID
+// is not empty, oldest first. Rows whose answer is not one of the two
+// "always" answers are left out, as the policy ignores them.
+func (s *Store) ListPreferences(ctx context.Context, agentID string) ([]Preference, error) {
+	rows, err := s.db.QueryContext(ctx, `
+SELECT id, agent_id, operation, target, answer, created_at FROM preferences
+WHERE (? = '' OR agent_id = ?) ORDER BY id`, agentID, agentID)
+	if err != nil {
+		return nil, storeErr("list preferences", err)
+	}
+	defer rows.Close()
+	out := []Preference{}
+	for rows.Next() {
+		var p Preference
+		var answer string
+		if err := rows.Scan(&p.ID, &p.AgentID, &p.Operation, &p.Target, &answer, &p.CreatedAt); err != nil {
+			return nil, storeErr("list preferences", err)
+		}
+		if p.Answer = Answer(answer); p.Answer == AnswerAlwaysAllow || p.Answer == AnswerAlwaysBlock {
+			out = append(out, p)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeErr("list preferences", err)
+	}
+	return out, nil
+}
+
+// RevokePreference forgets a remembered answer; the next such operation
+// asks again. It reports whether there was one.
+func (s *Store) RevokePreference(ctx context.Context, id int64) (bool, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM preferences WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("preference[%d]: %w", id, err)
+	}
+	return n > 0, nil
+}
+
+// preferenceFor returns the remembered answer that applies to the agent,
+// operation and target, if any. A damaged row is no answer at all.
+func (s *Store) preferenceFor(ctx context.Context, agentID, operation, target string) (Preference, bool, error) {
+	var p Preference
+	var answer string
+	err := s.db.QueryRowContext(ctx, `
+SELECT id, answer, created_at FROM preferences WHERE agent_id = ? AND operation = ? AND target = ?`,
+		agentID, operation, target).Scan(&p.ID, &answer, &p.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Preference{}, false, nil
+	}
+	if err != nil {
+		return Preference{}, false, storeErr("read preference", err)
+	}
+	p.AgentID, p.Operation, p.Target, p.Answer = agentID, operation, target, Answer(answer)
+	if p.Answer != AnswerAlwaysAllow && p.Answer != AnswerAlwaysBlock {
+		return Preference{}, false, nil
+	}
+	return p, true, nil
+}

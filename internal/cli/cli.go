@@ -32,6 +32,8 @@ Usage:
   nmhost doctor [--extension-id ID] [--browser B] [--system] [--user-data-dir DIR]
   nmhost denials [--agent A] [--permission P] [--code C] [--since T] [--until T]
                  [--limit N] [--follow] [--json]
+  nmhost prefs list [--agent A] [--json] | nmhost prefs revoke ID
+  nmhost audit verify | nmhost audit tail [-n N] [--follow] [--json]
   nmhost version
 
 Browsers launch it as: nmhost chrome-extension://ID/ (Firefox: nmhost MANIFEST.json ADDON-ID).
@@ -68,6 +70,13 @@ func Main(env Env) int {
 		}
 	case "denials":
 		err = runDenials(ctx, sub)
+	case "prefs":
+		err = runPrefs(ctx, sub)
+	case "audit":
+		err = runAudit(ctx, sub)
+		if err == errAuditBroken {
+			return 1
+		}
 	case "version", "--version":
 		fmt.Fprintf(env.Stdout, "nmhost %s (protocol %d)\n", Version, host.ProtocolVersion)
 	case "help", "-h", "--help":

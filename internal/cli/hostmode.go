@@ -68,7 +68,7 @@ func runHost(ctx context.Context, env Env) int {
 	}
 	log.Info("host started", "origin", caller.Origin, "allowed", allowed, "pid", os.Getpid(), "version", Version)
 	err = host.Serve(ctx, env.Stdin, out, host.Options{
-		Store: store, Fetcher: fetcher, Authorizer: host.ChecksOnly{}, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version,
+		Store: store, Fetcher: fetcher, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version,
 	})
 	if err != nil {
 		log.Error("host stopped", "err", err)

@@ -253,3 +253,55 @@ func handleLogDenial(ctx context.Context, s *server, req *request) (any, error) 
 	}
 	return d, nil
 }
+
+func handleListPreferences(ctx context.Context, s *server, req *request) (any, error) {
+	var p struct {
+		AgentID string `json:"agentId"`
+	}
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	if p.AgentID != "" {
+		if err := mediator.ValidAgentID(p.AgentID); err != nil {
+			return nil, err
+		}
+	}
+	prefs, err := s.opts.Store.ListPreferences(ctx, p.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"preferences": prefs}, nil
+}
+
+func handleRevokePreference(ctx context.Context, s *server, req *request) (any, error) {
+	// Not "id": that is the envelope's request id.
+	var p struct {
+		PreferenceID int64 `json:"preferenceId"`
+	}
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	if p.PreferenceID <= 0 {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "preferenceId must be an id from list-preferences")
+	}
+	ok, err := s.opts.Store.RevokePreference(ctx, p.PreferenceID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"preferenceId": p.PreferenceID, "revoked": ok}, nil
+}
+
+func handleListAudit(ctx context.Context, s *server, req *request) (any, error) {
+	var p struct {
+		AfterSeq int64 `json:"afterSeq"`
+		Limit    int   `json:"limit"`
+		Tail     bool  `json:"tail"`
+	}
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	if p.AfterSeq < 0 || p.Limit < 0 || p.Limit > mediator.MaxDenialPage {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "afterSeq must be >= 0 and limit in 0..%d", mediator.MaxDenialPage)
+	}
+	return s.opts.Store.ListAudit(ctx, p.AfterSeq, p.Limit, p.Tail)
+}

@@ -149,13 +149,41 @@ func (b *Browser) Call(ctx context.Context, call string, params any) (json.RawMe
 	return res.Data, nil
 }
 
-// ChecksOnly is an Authorizer that adds nothing to the grant, capability
-// and allowedHosts checks every operation passes first. It is the policy
-// of a host without safety classes; the host's own tests use it to test
-// those checks alone.
-type ChecksOnly struct{}
+// prompter asks the user through the extension's prompt window.
+type prompter struct{ peer *peer }
 
-// Authorize allows.
-func (ChecksOnly) Authorize(context.Context, mediator.Operation) (func(error), error) {
-	return func(error) {}, nil
+// promptTarget is the exact target a prompt shows: never contents.
+type promptTarget struct {
+	Method     string `json:"method,omitempty"`
+	URL        string `json:"url,omitempty"`
+	Host       string `json:"host,omitempty"`
+	Origin     string `json:"origin,omitempty"`
+	Selector   string `json:"selector,omitempty"`
+	TextLength int    `json:"textLength,omitempty"`
+}
+
+// Prompt sends a prompt and waits for its prompt-result. Anything but one
+// of the four answers is a deny.
+func (p prompter) Prompt(ctx context.Context, req mediator.PromptRequest) (mediator.Answer, error) {
+	op := req.Op
+	r, err := p.peer.ask(ctx, "prompt", req.Timeout, map[string]any{
+		"agentId": op.AgentID, "operation": op.Name, "permission": op.Permission, "class": req.Class,
+		"target": promptTarget{Method: op.Method, URL: op.URL, Host: op.Host, Origin: op.Origin,
+			Selector: op.Selector, TextLength: op.TextLength},
+		"reason": req.Reason, "timeoutMs": req.Timeout.Milliseconds(),
+	})
+	if err != nil {
+		return "", err
+	}
+	var res struct {
+		Answer mediator.Answer `json:"answer"`
+	}
+	if json.Unmarshal(r.Raw, &res) != nil {
+		return mediator.AnswerDeny, nil
+	}
+	switch res.Answer {
+	case mediator.AnswerAllowOnce, mediator.AnswerAlwaysAllow, mediator.AnswerDeny, mediator.AnswerAlwaysBlock:
+		return res.Answer, nil
+	}
+	return mediator.AnswerDeny, nil
 }

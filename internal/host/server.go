@@ -29,7 +29,8 @@ type Options struct {
 	Store   *mediator.Store
 	Fetcher *netproxy.Fetcher
 	// Authorizer decides every agent operation after its grant and ACL
-	// checks (safety class, remembered answers, prompts, audit).
+	// checks. Default: mediator.Policy over Store, asking the user through
+	// the extension's prompt (safety classes, remembered answers, audit).
 	Authorizer mediator.Authorizer
 	// Caller is who launched the host.
 	Caller Caller
@@ -61,6 +62,10 @@ var handlers = map[string]handlerFunc{
 	"network-fetch":   handleNetworkFetch,
 	"list-denials":    handleListDenials,
 	"log-denial":      handleLogDenial,
+
+	"list-preferences":  handleListPreferences,
+	"revoke-preference": handleRevokePreference,
+	"list-audit":        handleListAudit,
 }
 
 type server struct {
@@ -104,8 +109,8 @@ var nullID = json.RawMessage("null")
 // Serve answers framed requests from r on w until r ends, then waits for
 // requests still running. It returns nil on a clean end of input.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
-	if opts.Store == nil || opts.Fetcher == nil || opts.Authorizer == nil {
-		return errors.New("host: Serve needs a Store, a Fetcher and an Authorizer")
+	if opts.Store == nil || opts.Fetcher == nil {
+		return errors.New("host: Serve needs a Store and a Fetcher")
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 64
@@ -116,8 +121,11 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	}
 	s := &server{opts: opts, out: frame.NewWriter(w), log: log, broken: make(chan struct{}), inputEnded: make(chan struct{})}
 	s.peer.s = s
+	if opts.Authorizer == nil {
+		s.opts.Authorizer = mediator.NewPolicy(opts.Store, mediator.PolicyOptions{Prompter: prompter{&s.peer}})
+	}
 	fetch, err := agentfetch.New(agentfetch.Config{
-		Store: opts.Store, Fetcher: opts.Fetcher, Authorizer: opts.Authorizer, LogDenial: s.recordDenial,
+		Store: opts.Store, Fetcher: opts.Fetcher, Authorizer: s.opts.Authorizer, LogDenial: s.recordDenial,
 	})
 	if err != nil {
 		return fmt.Errorf("host: %w", err)

@@ -1,0 +1,169 @@
+package host
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// promptScript answers prompts with the next answer and keeps what the
+// prompts showed.
+type promptScript struct {
+	mu      sync.Mutex
+	answers []string
+	shown   []map[string]any
+}
+
+func (p *promptScript) handle(typ string, msg json.RawMessage) map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var m map[string]any
+	json.Unmarshal(msg, &m)
+	p.shown = append(p.shown, m)
+	if typ != "prompt" || len(p.answers) == 0 {
+		return map[string]any{"answer": "deny"}
+	}
+	a := p.answers[0]
+	p.answers = p.answers[1:]
+	return map[string]any{"answer": a}
+}
+
+func (p *promptScript) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.shown)
+}
+
+// TestPostAsksAndAlwaysAnswersAreRemembered drives the whole loop through
+// the protocol: a POST needs confirmation, the "extension" answers, and
+// the remembered answer decides the next call without a prompt.
+func TestPostAsksAndAlwaysAnswersAreRemembered(t *testing.T) {
+	var hits atomic.Int64
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, "posted")
+	}))
+	defer web.Close()
+	for _, c := range []struct {
+		answer string
+		want   mediator.Code // "" succeeds
+	}{
+		{"allow-once", ""},
+		{"deny", mediator.CodeUserDenied},
+		{"always-allow", ""},
+		{"always-block", mediator.CodeBlockedByUser},
+		{"maybe", mediator.CodeUserDenied}, // not an answer: deny
+	} {
+		t.Run(c.answer, func(t *testing.T) {
+			hits.Store(0)
+			h := newHarness(t, true)
+			script := &promptScript{answers: []string{c.answer, c.answer}}
+			h.client.SetHostHandler(script.handle)
+			h.install("poster", []string{"network.fetch"}, true, hostPort(web.URL))
+			post := map[string]any{"agentId": "poster", "url": web.URL + "/submit",
+				"options": map[string]any{"method": "POST", "body": "secret form contents"}}
+			for call := 1; call <= 2; call++ {
+				r := h.call("network-fetch", post)
+				if c.want == "" && !r.Success || c.want != "" && r.Code != string(c.want) {
+					t.Fatalf("call %d: success=%v code=%s error=%s; want %q", call, r.Success, r.Code, r.Error, c.want)
+				}
+			}
+			remembered := strings.HasPrefix(c.answer, "always-")
+			if want := map[bool]int{true: 1, false: 2}[remembered]; script.count() != want {
+				t.Fatalf("%d prompts; want %d", script.count(), want)
+			}
+			shown := script.shown[0]
+			raw, _ := json.Marshal(shown)
+			if strings.Contains(string(raw), "secret form contents") {
+				t.Fatalf("the prompt carried the request body: %s", raw)
+			}
+			target, _ := shown["target"].(map[string]any)
+			if shown["class"] != "REQUIRES_CONFIRMATION" || target["method"] != "POST" || target["url"] != web.URL+"/submit" || target["textLength"] != float64(20) {
+				t.Fatalf("prompt showed %s", raw)
+			}
+			wantHits := map[mediator.Code]int64{"": 2}[c.want]
+			if hits.Load() != wantHits {
+				t.Fatalf("server hit %d times; want %d", hits.Load(), wantHits)
+			}
+			var prefs struct{ Preferences []mediator.Preference }
+			h.mustOK("list-preferences", map[string]any{"agentId": "poster"}, &prefs)
+			if remembered != (len(prefs.Preferences) == 1) {
+				t.Fatalf("preferences %+v", prefs.Preferences)
+			}
+			if remembered {
+				p := prefs.Preferences[0]
+				if p.Operation != mediator.OpNetworkFetch || p.Target != "127.0.0.1" || string(p.Answer) != c.answer {
+					t.Fatalf("preference %+v", p)
+				}
+				var rv struct{ Revoked bool }
+				h.mustOK("revoke-preference", map[string]any{"preferenceId": p.ID}, &rv)
+				if !rv.Revoked {
+					t.Fatal("revoke-preference did not revoke")
+				}
+				h.call("network-fetch", post)
+				if script.count() != 2 {
+					t.Fatal("no prompt after the preference was revoked")
+				}
+			}
+			var audit mediator.AuditPage
+			h.mustOK("list-audit", map[string]any{"limit": 100}, &audit)
+			if len(audit.Records) == 0 || strings.Contains(string(mustJSON(t, audit)), "secret form contents") {
+				t.Fatalf("audit %d records (or holds the body)", len(audit.Records))
+			}
+		})
+	}
+}
+
+func TestPromptWithNobodyAnsweringDenies(t *testing.T) {
+	h := newHarness(t, true)
+	// No host handler: the prompt is never answered. The policy's timeout
+	// is a minute; closing the connection must end the wait at once.
+	web := newCanary(t)
+	h.install("poster", []string{"network.fetch"}, true, hostPort(web.URL))
+	asked, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	h.client.SetHostHandler(func(typ string, msg json.RawMessage) map[string]any {
+		close(asked)
+		<-release
+		return nil
+	})
+	res := make(chan error, 1)
+	go func() {
+		r, err := h.client.Call(t.Context(), "network-fetch", map[string]any{"agentId": "poster", "url": web.URL, "options": map[string]any{"method": "DELETE"}})
+		if err == nil && r.Code != string(mediator.CodeNoBrowser) {
+			err = fmt.Errorf("reply %+v; want no_browser", r)
+		}
+		res <- err
+	}()
+	<-asked
+	h.in.Close()
+	<-h.done
+	// The reply may or may not make it out before the pipe closes; if it
+	// does, it must say no_browser.
+	if err := <-res; err != nil && !strings.Contains(err.Error(), "host closed") {
+		t.Fatal(err)
+	}
+	if web.hits.Load() != 0 {
+		t.Fatal("an unanswered DELETE reached the server")
+	}
+	page, _ := h.store.ListDenials(t.Context(), mediator.DenialFilter{AgentID: "poster"})
+	if len(page.Denials) != 1 || page.Denials[0].Code != mediator.CodeNoBrowser {
+		t.Fatalf("denials %+v; want one no_browser", page.Denials)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -2,9 +2,12 @@ package mediator
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -52,12 +55,83 @@ type PolicyOptions struct {
 // DefaultPromptTimeout is PolicyOptions.PromptTimeout's default.
 const DefaultPromptTimeout = 60 * time.Second
 
+// decisionFacts is what one decision reads from the store.
+type decisionFacts struct {
+	granted bool
+	caps    Capabilities
+	pref    Preference // ID 0: none that applies
+}
+
+// facts reads the grant, the profile's capabilities and the remembered
+// answer in one query; the parsed capabilities are cached per agent and
+// reused while the stored profile text is unchanged (another process may
+// re-install the agent at any time, so the text is compared every call).
+func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, target string) (decisionFacts, error) {
+	if err := ValidAgentID(agentID); err != nil {
+		return decisionFacts{}, Errorf(CodeUnknownAgent, "no agent %q is installed", truncate(agentID, 64))
+	}
+	var (
+		profile  string
+		granted  sql.NullInt64
+		prefID   sql.NullInt64
+		answer   sql.NullString
+		f        decisionFacts
+		ruleName = rule.Name
+	)
+	err := p.store.db.QueryRowContext(ctx, `
+SELECT a.profile,
+	(SELECT 1 FROM grants WHERE agent_id = ?1 AND permission = ?2),
+	pr.id, pr.answer
+FROM agents a LEFT JOIN preferences pr ON pr.agent_id = ?1 AND pr.operation = ?3 AND pr.target = ?4
+WHERE a.agent_id = ?1`, agentID, string(rule.Permission), ruleName, target).Scan(&profile, &granted, &prefID, &answer)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return decisionFacts{}, Errorf(CodeUnknownAgent, "no agent %q is installed", agentID)
+	case err != nil:
+		return decisionFacts{}, storeErr("decide", err)
+	}
+	f.granted = granted.Valid
+	if a := Answer(answer.String); prefID.Valid && (a == AnswerAlwaysAllow || a == AnswerAlwaysBlock) {
+		f.pref = Preference{ID: prefID.Int64, AgentID: agentID, Operation: ruleName, Target: target, Answer: a}
+	}
+	p.mu.Lock()
+	c, ok := p.caps[agentID]
+	p.mu.Unlock()
+	if ok && c.profile == profile {
+		f.caps = c.caps
+		return f, nil
+	}
+	var prof Profile
+	if err := json.Unmarshal([]byte(profile), &prof); err != nil {
+		return decisionFacts{}, &Error{Code: CodeInternal, Msg: "stored profile of " + agentID + " is unreadable", Err: err}
+	}
+	f.caps = prof.Capabilities
+	p.mu.Lock()
+	if len(p.caps) >= maxCachedProfiles {
+		clear(p.caps)
+	}
+	p.caps[agentID] = cachedCaps{profile: profile, caps: f.caps}
+	p.mu.Unlock()
+	return f, nil
+}
+
+// maxCachedProfiles bounds the capabilities cache; past it the cache starts
+// over, which costs one JSON parse per agent.
+const maxCachedProfiles = 1024
+
+type cachedCaps struct {
+	profile string
+	caps    Capabilities
+}
+
 // Policy decides every operation an agent makes: grants and capabilities
 // first, then the session level, remembered answers, and the safety class.
 // It implements Authorizer.
 type Policy struct {
 	store *Store
 	opts  PolicyOptions
+	mu    sync.Mutex
+	caps  map[string]cachedCaps
 }
 
 // NewPolicy returns the policy over s.
@@ -65,7 +139,7 @@ func NewPolicy(s *Store, opts PolicyOptions) *Policy {
 	if opts.PromptTimeout <= 0 {
 		opts.PromptTimeout = DefaultPromptTimeout
 	}
-	return &Policy{store: s, opts: opts}
+	return &Policy{store: s, opts: opts, caps: map[string]cachedCaps{}}
 }
 
 func denied(class SafetyClass, code Code, by, reason string) PolicyDecision {
@@ -88,14 +162,15 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 		return denied(rule.Class, CodeBadRequest, "grant:"+string(rule.Permission),
 			fmt.Sprintf("operation %s needs %s, not %s", op.Name, rule.Permission, truncate(string(op.Permission), 64)))
 	}
-	if d := p.store.Check(ctx, op.AgentID, rule.Permission); !d.Allowed {
-		return denied(rule.Class, d.Code, "grant:"+string(rule.Permission), d.Reason)
-	}
-	rec, err := p.store.Agent(ctx, op.AgentID)
+	f, err := p.facts(ctx, op.AgentID, rule, targetKey(rule, op))
 	if err != nil {
 		return denied(rule.Class, CodeOf(err), "grant:"+string(rule.Permission), MessageOf(err))
 	}
-	if d, ok := capabilityDenial(rule, rec.Profile.Capabilities); !ok {
+	if !f.granted {
+		return denied(rule.Class, CodePermissionNotGranted, "grant:"+string(rule.Permission),
+			fmt.Sprintf("agent %q has not been granted %q", op.AgentID, rule.Permission))
+	}
+	if d, ok := capabilityDenial(rule, f.caps); !ok {
 		return d
 	}
 	level, err := ParseLevel(op.SessionLevel)
@@ -106,10 +181,7 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 		return denied(rule.Class, CodeSessionLevel, "level:low",
 			fmt.Sprintf("a low-level session only runs safe operations that stay on this machine; %s %s", op.Name, rule.Why))
 	}
-	pref, found, err := p.store.preferenceFor(ctx, op.AgentID, rule.Name, targetKey(rule, op))
-	if err != nil {
-		return denied(rule.Class, CodeOf(err), "preference", MessageOf(err))
-	}
+	pref, found := f.pref, f.pref.ID != 0
 	by := "preference:" + strconv.FormatInt(pref.ID, 10)
 	switch {
 	case found && pref.Answer == AnswerAlwaysBlock:

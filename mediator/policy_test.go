@@ -344,3 +344,25 @@ func TestVerifyAuditFindsTampering(t *testing.T) {
 		})
 	}
 }
+
+// TestReinstallIsSeenAtOnce: the policy caches parsed capabilities; a
+// re-install (by this or another process) must change the next decision.
+func TestReinstallIsSeenAtOnce(t *testing.T) {
+	ctx := context.Background()
+	s := policyStore(t)
+	p := NewPolicy(s, PolicyOptions{})
+	write := Operation{AgentID: "reader", Name: OpPageSetElementText}
+	if d := p.Decide(ctx, write); d.Code != CodePermissionNotGranted {
+		t.Fatalf("read-only: %+v", d)
+	}
+	prof := Profile{AgentID: "reader", Permissions: Permissions{Required: []Permission{PermPageRead, PermPageWrite}}, Capabilities: Capabilities{DOMAccess: DOMFull}}
+	if err := prof.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.InstallAgent(ctx, prof, ""); err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Decide(ctx, write); !d.RequiresPrompt {
+		t.Fatalf("after re-install with full DOM access: %+v", d)
+	}
+}

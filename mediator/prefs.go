@@ -3,7 +3,6 @@ package mediator
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 )
 
@@ -93,25 +92,4 @@ func (s *Store) RevokePreference(ctx context.Context, id int64) (bool, error) {
 		return false, fmt.Errorf("preference[%d]: %w", id, err)
 	}
 	return n > 0, nil
-}
-
-// preferenceFor returns the remembered answer that applies to the agent,
-// operation and target, if any. A damaged row is no answer at all.
-func (s *Store) preferenceFor(ctx context.Context, agentID, operation, target string) (Preference, bool, error) {
-	var p Preference
-	var answer string
-	err := s.db.QueryRowContext(ctx, `
-SELECT id, answer, created_at FROM preferences WHERE agent_id = ? AND operation = ? AND target = ?`,
-		agentID, operation, target).Scan(&p.ID, &answer, &p.CreatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Preference{}, false, nil
-	}
-	if err != nil {
-		return Preference{}, false, storeErr("read preference", err)
-	}
-	p.AgentID, p.Operation, p.Target, p.Answer = agentID, operation, target, Answer(answer)
-	if p.Answer != AnswerAlwaysAllow && p.Answer != AnswerAlwaysBlock {
-		return Preference{}, false, nil
-	}
-	return p, true, nil
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"unicode/utf8"
 
 	"github.com/agentgate/nmhost/internal/agentfetch"
 	"github.com/agentgate/nmhost/mediator"
@@ -169,18 +168,6 @@ type fetchParams struct {
 	} `json:"options"`
 }
 
-// fetchReply is network-fetch's data. Body is text when the bytes are valid
-// UTF-8 and base64 otherwise; BodyEncoding says which.
-type fetchReply struct {
-	Status       int                 `json:"status"`
-	StatusText   string              `json:"statusText"`
-	Headers      map[string][]string `json:"headers"`
-	Body         string              `json:"body"`
-	BodyEncoding string              `json:"bodyEncoding"`
-	FinalURL     string              `json:"finalUrl"`
-	Redirects    []string            `json:"redirects,omitempty"`
-}
-
 func handleNetworkFetch(ctx context.Context, s *server, req *request) (any, error) {
 	var p fetchParams
 	if err := req.decode(&p); err != nil {
@@ -204,20 +191,7 @@ func handleNetworkFetch(ctx context.Context, s *server, req *request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return newFetchReply(resp), nil
-}
-
-func newFetchReply(resp *netproxy.Response) fetchReply {
-	out := fetchReply{
-		Status: resp.Status, StatusText: resp.StatusText, Headers: resp.Headers,
-		FinalURL: resp.FinalURL, Redirects: resp.Redirects,
-	}
-	if utf8.Valid(resp.Body) {
-		out.Body, out.BodyEncoding = string(resp.Body), "text"
-	} else {
-		out.Body, out.BodyEncoding = base64.StdEncoding.EncodeToString(resp.Body), "base64"
-	}
-	return out
+	return agentfetch.NewReply(resp), nil
 }
 
 func handleListDenials(ctx context.Context, s *server, req *request) (any, error) {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/agentfetch"
 	"github.com/agentgate/nmhost/internal/nmclient"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
@@ -252,14 +253,14 @@ func TestFetchDecisions(t *testing.T) {
 	h.install("nogrant", []string{"console.log"}, true, hostPort(web.URL))
 
 	t.Run("allowed fetch returns the body", func(t *testing.T) {
-		var data fetchReply
+		var data agentfetch.Reply
 		h.mustOK("network-fetch", map[string]any{"agentId": "reader", "url": web.URL + "/ok"}, &data)
 		if data.Status != 200 || data.Body != "hello agent" || data.BodyEncoding != "text" || data.FinalURL != web.URL+"/ok" {
 			t.Fatalf("unexpected reply %+v", data)
 		}
 	})
 	t.Run("binary body comes as base64", func(t *testing.T) {
-		var data fetchReply
+		var data agentfetch.Reply
 		h.mustOK("network-fetch", map[string]any{"agentId": "reader", "url": web.URL + "/bin"}, &data)
 		if data.BodyEncoding != "base64" || data.Body != base64.StdEncoding.EncodeToString([]byte{0xff, 0, 0xfe}) {
 			t.Fatalf("unexpected body %q (%s)", data.Body, data.BodyEncoding)
@@ -376,7 +377,7 @@ func TestLargeReplyTravelsInChunks(t *testing.T) {
 	defer web.Close()
 	h.install("big", []string{"network.fetch"}, true, hostPort(web.URL))
 	r := h.call("network-fetch", map[string]any{"agentId": "big", "url": web.URL})
-	var data fetchReply
+	var data agentfetch.Reply
 	if err := r.Decode(&data); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,323 @@
+package wasmhost
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy"
+)
+
+// Browser performs the calls only the extension can: page, clipboard and
+// notifications. call is the operation name; params and the result have
+// the shapes of docs/protocol.md, "browser-call".
+type Browser interface {
+	Call(ctx context.Context, call string, params any) (json.RawMessage, error)
+}
+
+// RunSpec is one run of one agent.
+type RunSpec struct {
+	Agent  mediator.AgentRecord // profile and grants, as the store holds them
+	Module []byte
+	Input  []byte
+	// SessionLevel is the seed 001 level of the session the run belongs to.
+	SessionLevel string
+	// PageOrigin is the origin of the tab the run acts on, when there is one;
+	// remembered answers for page writes are keyed by it.
+	PageOrigin string
+	// Authorizer decides every restricted API call except fetch. Required.
+	Authorizer mediator.Authorizer
+	// Browser performs page, clipboard and notification calls; nil answers
+	// them with no_browser.
+	Browser Browser
+	// Fetch performs a mediated fetch (grant, ACL, policy, denial log: the
+	// network-fetch path); nil answers fetches with no_browser's sibling,
+	// network_disabled.
+	Fetch func(ctx context.Context, req netproxy.Request) (*netproxy.Response, error)
+	// LogDenial records denials the runtime decides itself (link time).
+	LogDenial func(ctx context.Context, d mediator.Denial)
+	// Events receives output and denials as they happen; may be nil. It is
+	// called on the run's goroutine: it must not block for long.
+	Events func(Event)
+}
+
+// Event is progress of a run.
+type Event struct {
+	Kind   string           `json:"kind"` // "output" or "denial"
+	Text   string           `json:"text,omitempty"`
+	Denial *mediator.Denial `json:"denial,omitempty"`
+}
+
+// Result is how a run ended. Code is empty when it succeeded.
+type Result struct {
+	Status   string            `json:"status"` // "ok" or the code
+	Code     mediator.Code     `json:"code,omitempty"`
+	Error    string            `json:"error,omitempty"`
+	ExitCode uint32            `json:"exitCode"`
+	Output   string            `json:"output"`
+	Denials  []mediator.Denial `json:"denials"`
+	Calls    int               `json:"calls"`
+	Duration time.Duration     `json:"-"`
+	Millis   int64             `json:"durationMs"`
+}
+
+// Reasons a run is cut short from inside a host function.
+var (
+	errCallLimit   = mediator.Errorf(mediator.CodeCallLimit, "the run made more restricted API calls than allowed")
+	errOutputLimit = mediator.Errorf(mediator.CodeTooLarge, "the run's output passed its limit")
+)
+
+// run is the state of one run; host functions find it in their context.
+type run struct {
+	rt      *Runtime
+	spec    RunSpec
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	pending []byte // the last call's result or error, until result() copies it
+	calls   int
+	out     bytes.Buffer
+	denials []mediator.Denial
+}
+
+type runKey struct{}
+
+// Run compiles (or reuses) the module, checks its imports against the
+// grants, and runs it within the profile's memory and time limits. A
+// guest's failure is a Result with a code, never an error; errors are
+// the host's own failures.
+func (r *Runtime) Run(ctx context.Context, spec RunSpec) (Result, error) {
+	if spec.Authorizer == nil {
+		return Result{}, errors.New("wasmhost: RunSpec needs an Authorizer")
+	}
+	start := time.Now()
+	ru := &run{rt: r, spec: spec}
+	res := ru.execute(ctx)
+	res.Output, res.Calls, res.Denials = ru.out.String(), ru.calls, ru.denials
+	if res.Denials == nil {
+		res.Denials = []mediator.Denial{}
+	}
+	res.Duration = time.Since(start)
+	res.Millis = res.Duration.Milliseconds()
+	if res.Code == "" {
+		res.Status = "ok"
+	} else {
+		res.Status = string(res.Code)
+	}
+	return res, nil
+}
+
+func fail(code mediator.Code, format string, args ...any) Result {
+	return Result{Code: code, Error: fmt.Sprintf(format, args...)}
+}
+
+func (ru *run) execute(ctx context.Context) Result {
+	p := ru.spec.Agent.Profile
+	sum := sha256.Sum256(ru.spec.Module)
+	sha := hex.EncodeToString(sum[:])
+	if p.ModuleSHA256 != "" && p.ModuleSHA256 != sha {
+		return fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the profile pins %s", sha, p.ModuleSHA256)
+	}
+	maxMem := p.Capabilities.MaxMemory
+	if maxMem <= 0 {
+		maxMem = mediator.DefaultMaxMemory
+	}
+	pages := uint32((maxMem + pageSize - 1) / pageSize)
+	eng, err := ru.rt.engine(ctx, pages)
+	if err != nil {
+		return fail(mediator.CodeInternal, "%v", err)
+	}
+	compiled, err := eng.compile(ctx, sha, ru.spec.Module)
+	if err != nil {
+		if isMemoryLimitErr(err) {
+			return fail(mediator.CodeMemoryLimit, "the module needs more memory than maxMemory (%d bytes): %v", maxMem, err)
+		}
+		return fail(mediator.CodeInvalidModule, "the module does not compile: %v", err)
+	}
+	granted := map[mediator.Permission]bool{}
+	for _, g := range ru.spec.Agent.Grants {
+		granted[g.Permission] = true
+	}
+	if d := checkImports(compiled, func(p mediator.Permission) bool { return granted[p] }); d != nil {
+		ru.deny(ctx, mediator.Denial{AgentID: p.AgentID, Permission: string(d.Permission), Code: mediator.CodeImportNotGranted,
+			Context: mediator.DenialContext{Reason: d.Reason, Layer: "link", Details: map[string]string{"import": d.Import}}})
+		return fail(mediator.CodeImportNotGranted, "%s", d.Reason)
+	}
+
+	runCtx, cancelTimeout := context.WithTimeout(ctx, p.Capabilities.Timeout())
+	defer cancelTimeout()
+	runCtx, ru.cancel = context.WithCancelCause(runCtx)
+	defer ru.cancel(nil)
+	ru.ctx = runCtx
+	callCtx := context.WithValue(runCtx, runKey{}, ru)
+
+	out := &outputWriter{ru: ru}
+	mc := wazero.NewModuleConfig().
+		WithName(""). // anonymous: runs of one module may overlap
+		WithArgs(p.AgentID).
+		WithStdin(bytes.NewReader(nil)).
+		WithStdout(out).WithStderr(out).
+		WithRandSource(rand.Reader)
+	exports := compiled.ExportedFunctions()
+	_, hasStart := exports["_start"]
+	_, hasRun := exports["run"]
+	switch {
+	case hasStart:
+		_, err = eng.rt.InstantiateModule(callCtx, compiled, mc)
+	case hasRun:
+		starts := []string{}
+		if _, ok := exports["_initialize"]; ok {
+			starts = append(starts, "_initialize")
+		}
+		var mod api.Module
+		if mod, err = eng.rt.InstantiateModule(callCtx, compiled, mc.WithStartFunctions(starts...)); err == nil {
+			_, err = mod.ExportedFunction("run").Call(callCtx)
+			mod.Close(context.WithoutCancel(ctx))
+		}
+	default:
+		return fail(mediator.CodeInvalidModule, "the module exports neither _start nor run")
+	}
+	return ru.ending(err)
+}
+
+// ending maps how the guest stopped to a result.
+func (ru *run) ending(err error) Result {
+	if cause := context.Cause(ru.ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		if errors.Is(cause, context.DeadlineExceeded) {
+			return fail(mediator.CodeTimeout, "the run passed its executionTimeout of %v", ru.spec.Agent.Profile.Capabilities.Timeout())
+		}
+		if err != nil {
+			return fail(mediator.CodeOf(cause), "%s", mediator.MessageOf(cause))
+		}
+	}
+	if err == nil {
+		return Result{}
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch code := exit.ExitCode(); {
+		case code == 0:
+			return Result{}
+		case code == sys.ExitCodeDeadlineExceeded:
+			return fail(mediator.CodeTimeout, "the run passed its executionTimeout")
+		case code == sys.ExitCodeContextCanceled:
+			return fail(mediator.CodeTimeout, "the run was cancelled")
+		default:
+			r := fail(mediator.CodeExitNonZero, "the module exited with status %d", code)
+			// A Go guest whose heap cannot grow prints this and exits 2.
+			if code == 2 && strings.Contains(ru.out.String(), "out of memory") {
+				r = fail(mediator.CodeMemoryLimit, "the module ran out of memory (maxMemory %d bytes)", ru.spec.Agent.Profile.Capabilities.MaxMemory)
+			}
+			r.ExitCode = code
+			return r
+		}
+	}
+	if isMemoryLimitErr(err) {
+		return fail(mediator.CodeMemoryLimit, "the module needs more memory than maxMemory: %v", err)
+	}
+	if strings.Contains(err.Error(), "import") && strings.Contains(err.Error(), "not") {
+		return fail(mediator.CodeImportNotGranted, "the module's imports cannot be linked: %v", err)
+	}
+	return fail(mediator.CodeTrap, "the module trapped: %v", err)
+}
+
+func isMemoryLimitErr(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "memory") && (strings.Contains(s, "limit") || strings.Contains(s, "exceed") || strings.Contains(s, "max"))
+}
+
+// deny records a denial the runtime decided and reports it as an event.
+func (ru *run) deny(ctx context.Context, d mediator.Denial) {
+	if ru.spec.LogDenial != nil {
+		ru.spec.LogDenial(ctx, d)
+	}
+	ru.noteDenial(d)
+}
+
+// noteDenial keeps a denial decided elsewhere (already logged there).
+func (ru *run) noteDenial(d mediator.Denial) {
+	if d.Timestamp == 0 {
+		d.Timestamp = time.Now().UnixMilli()
+	}
+	ru.denials = append(ru.denials, d)
+	if ru.spec.Events != nil {
+		ru.spec.Events(Event{Kind: "denial", Denial: &d})
+	}
+}
+
+// outputWriter collects the guest's stdout and stderr up to the limit,
+// then ends the run.
+type outputWriter struct{ ru *run }
+
+func (w *outputWriter) Write(p []byte) (int, error) {
+	return w.ru.write(p)
+}
+
+func (ru *run) write(p []byte) (int, error) {
+	room := ru.rt.cfg.MaxOutputBytes - ru.out.Len()
+	if len(p) > room {
+		ru.out.Write(p[:max(room, 0)])
+		ru.cancel(errOutputLimit)
+		return max(room, 0), errOutputLimit
+	}
+	ru.out.Write(p)
+	if ru.spec.Events != nil && len(p) > 0 {
+		ru.spec.Events(Event{Kind: "output", Text: string(p)})
+	}
+	return len(p), nil
+}
+
+// callError is the JSON a failed call leaves for result().
+type callError struct {
+	Code  mediator.Code `json:"code"`
+	Error string        `json:"error"`
+}
+
+// dispatch runs one host function call and returns its i32 status.
+func dispatch(ctx context.Context, h hostFunc, mod api.Module, stack []uint64) int32 {
+	ru, _ := ctx.Value(runKey{}).(*run)
+	if ru == nil {
+		return -1 // called outside a run: nothing to do, nothing to reveal
+	}
+	switch h.name {
+	case "abi_version":
+		return ABIVersion
+	case "result":
+		ptr, capacity := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+		n := min(uint32(len(ru.pending)), capacity)
+		if !mod.Memory().Write(ptr, ru.pending[:n]) {
+			return -1
+		}
+		return int32(n)
+	}
+	if ru.calls++; ru.calls > ru.rt.cfg.MaxCallsPerRun {
+		ru.cancel(errCallLimit)
+		return ru.setError(errCallLimit)
+	}
+	if err := ru.ctx.Err(); err != nil {
+		return ru.setError(mediator.Errorf(mediator.CodeTimeout, "the run is over"))
+	}
+	out, err := h.impl(ru, mod, stack)
+	if err != nil {
+		return ru.setError(err)
+	}
+	ru.pending = out
+	return int32(len(out))
+}
+
+func (ru *run) setError(err error) int32 {
+	b, _ := json.Marshal(callError{Code: mediator.CodeOf(err), Error: mediator.MessageOf(err)})
+	ru.pending = b
+	return -int32(len(b))
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentgate/nmhost/internal/host"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/wasmhost"
 )
 
 // LogFile is the host's log inside the data dir.
@@ -66,9 +67,17 @@ func runHost(ctx context.Context, env Env) int {
 		log.Error("fetcher config refused", "err", err)
 		return 1
 	}
+	// Creating the runtime compiles nothing; the first run-agent does, or
+	// loads the module from the cache an earlier process filled.
+	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(dir, "wasm-cache")})
+	if err != nil {
+		log.Error("wasm runtime did not start", "err", err)
+		return 1
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
 	log.Info("host started", "origin", caller.Origin, "allowed", allowed, "pid", os.Getpid(), "version", Version)
 	err = host.Serve(ctx, env.Stdin, out, host.Options{
-		Store: store, Fetcher: fetcher, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version,
+		Store: store, Fetcher: fetcher, Runtime: rt, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version,
 	})
 	if err != nil {
 		log.Error("host stopped", "err", err)

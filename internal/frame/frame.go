@@ -152,20 +152,26 @@ func truncated(n uint32, err error) error {
 type Writer struct {
 	mu     sync.Mutex
 	w      io.Writer
+	limit  int
 	buf    []byte
 	broken error
 }
 
-// NewWriter returns a Writer on w.
-func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+// NewWriter returns a Writer on w for the host's side: frames of at most
+// MaxOutbound.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w, limit: MaxOutbound} }
+
+// NewBrowserWriter returns a Writer for the browser's side of the channel,
+// as the tests and the demo play it: frames of at most MaxInbound.
+func NewBrowserWriter(w io.Writer) *Writer { return &Writer{w: w, limit: MaxInbound} }
 
 // Write sends msg as one frame. A msg over MaxOutbound is refused with a
 // *TooLargeError before anything is written. After a failed write the
 // stream may hold part of a frame, so every later Write fails too rather
 // than send a frame the browser would misread.
 func (w *Writer) Write(msg []byte) error {
-	if len(msg) > MaxOutbound {
-		return &TooLargeError{Size: uint64(len(msg)), Limit: MaxOutbound}
+	if len(msg) > w.limit {
+		return &TooLargeError{Size: uint64(len(msg)), Limit: uint64(w.limit)}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -182,7 +188,7 @@ func (w *Writer) Write(msg []byte) error {
 		w.broken = err
 		return fmt.Errorf("frame: write of %d bytes: %w", len(msg), err)
 	}
-	// The buffer is kept: it never exceeds MaxOutbound plus the header,
+	// The buffer is kept: it never exceeds the limit plus the header,
 	// and a chunked reply writes several full-size frames in a row.
 	return nil
 }

@@ -60,7 +60,7 @@ func newHarness(t *testing.T, allowed bool) *harness {
 	h := &harness{t: t, store: store, in: inW, done: make(chan error, 1)}
 	go func() {
 		err := Serve(context.Background(), inR, outW, Options{
-			Store: store, Fetcher: fetcher, Caller: Caller{Origin: testOrigin, Browser: "chromium"},
+			Store: store, Fetcher: fetcher, Runtime: sharedRuntime(), Caller: Caller{Origin: testOrigin, Browser: "chromium"},
 			OriginAllowed: allowed, Version: "test",
 		})
 		outW.Close()

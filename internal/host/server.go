@@ -17,6 +17,7 @@ import (
 	"github.com/agentgate/nmhost/internal/frame"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/wasmhost"
 )
 
 // ProtocolVersion is reported by "hello"; it changes only when a reply's
@@ -32,6 +33,8 @@ type Options struct {
 	// checks. Default: mediator.Policy over Store, asking the user through
 	// the extension's prompt (safety classes, remembered answers, audit).
 	Authorizer mediator.Authorizer
+	// Runtime runs agent modules for run-agent; nil refuses run-agent.
+	Runtime *wasmhost.Runtime
 	// Caller is who launched the host.
 	Caller Caller
 	// OriginAllowed admits the caller. False (the default) answers every
@@ -66,6 +69,7 @@ var handlers = map[string]handlerFunc{
 	"list-preferences":  handleListPreferences,
 	"revoke-preference": handleRevokePreference,
 	"list-audit":        handleListAudit,
+	"run-agent":         handleRunAgent,
 }
 
 type server struct {

@@ -52,7 +52,7 @@ type Client struct {
 // closer, when non-nil, is closed by Close (the host's stdin).
 func New(r io.Reader, w io.Writer, closer io.Closer) *Client {
 	c := &Client{
-		w: frame.NewWriter(w), closer: closer,
+		w: frame.NewBrowserWriter(w), closer: closer,
 		pending: map[string]chan Reply{}, events: map[string]func(Event){}, chunks: map[string][][]byte{},
 		done: make(chan struct{}), Unmatched: make(chan Reply, 64),
 	}

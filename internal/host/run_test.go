@@ -1,0 +1,143 @@
+package host
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentgate/nmhost/internal/nmclient"
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/wasmhost"
+)
+
+// sharedRuntime is one WebAssembly runtime for every test of the package,
+// as one host process has one.
+var sharedRuntime = sync.OnceValue(func() *wasmhost.Runtime {
+	r, err := wasmhost.New(context.Background(), wasmhost.Config{})
+	if err != nil {
+		panic(err)
+	}
+	return r
+})
+
+// probeModule builds wasmhost's test agent once.
+var probeModule = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "host-probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "probe.wasm")
+	cmd := exec.Command("go", "build", "-o", out, "../../wasmhost/testdata/probe")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the probe agent: %v\n%s", err, b)
+	}
+	return os.ReadFile(out)
+})
+
+func TestRunAgentStreamsAndAnswersBrowserCalls(t *testing.T) {
+	module, err := probeModule()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var canaryHits atomic.Int64
+	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { canaryHits.Add(1) }))
+	defer canary.Close()
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "fine") }))
+	defer web.Close()
+
+	h := newHarness(t, true)
+	var seen []string
+	var mu sync.Mutex
+	h.client.SetHostHandler(func(typ string, msg json.RawMessage) map[string]any {
+		var m struct {
+			Call    string
+			Context struct{ TabID int }
+		}
+		json.Unmarshal(msg, &m)
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("%s %s tab=%d", typ, m.Call, m.Context.TabID))
+		mu.Unlock()
+		if typ == "prompt" {
+			return map[string]any{"answer": "allow-once"}
+		}
+		return map[string]any{"success": true, "data": map[string]any{"text": "Tab text", "url": "http://t.test/", "title": "T"}}
+	})
+	h.mustOK("install-agent", map[string]any{
+		"profile": map[string]any{
+			"agentId":      "probe",
+			"permissions":  map[string]any{"required": []string{"console.log", "page.read", "page.write", "clipboard.read", "clipboard.write", "network.fetch"}},
+			"capabilities": map[string]any{"networkAccess": true, "allowedHosts": []string{hostPort(web.URL)}, "domAccess": "full", "executionTimeout": 20000},
+		},
+		"module": base64.StdEncoding.EncodeToString(module),
+	}, nil)
+
+	var events []nmclient.Event
+	ctx, cancel := context.WithTimeout(context.Background(), 60_000_000_000)
+	defer cancel()
+	r, err := h.client.CallWithEvents(ctx, "run-agent", map[string]any{
+		"agentId": "probe", "context": map[string]any{"tabId": 9},
+		"input": strings.Join([]string{"print start", "text", "fetch " + web.URL, "fetch " + canary.URL, "clipw hi"}, "\n"),
+	}, func(e nmclient.Event) { events = append(events, e) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res wasmhost.Result
+	if err := r.Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "ok" || !strings.Contains(res.Output, `text {"text":"Tab text"`) || !strings.Contains(res.Output, "fetched 200 fine") {
+		t.Fatalf("result %+v", res)
+	}
+	if canaryHits.Load() != 0 {
+		t.Fatal("the canary was reached")
+	}
+	var kinds []string
+	for _, e := range events {
+		kinds = append(kinds, e.Event)
+	}
+	if !strings.Contains(strings.Join(kinds, ","), "denial") || kinds[0] != "output" {
+		t.Fatalf("events %v", kinds)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The page read needs no prompt; the clipboard write asks first.
+	want := "browser-call page.read.getPageText tab=9,prompt  tab=0,browser-call clipboard.write tab=9"
+	if strings.Join(seen, ",") != want {
+		t.Fatalf("extension saw %q\nwant %q", strings.Join(seen, ","), want)
+	}
+	page, _ := h.store.ListDenials(context.Background(), mediator.DenialFilter{AgentID: "probe"})
+	if len(page.Denials) != 1 || page.Denials[0].Code != mediator.CodeHostNotAllowed {
+		t.Fatalf("denials %+v", page.Denials)
+	}
+}
+
+func TestRunAgentRefusals(t *testing.T) {
+	h := newHarness(t, true)
+	h.install("nomodule", []string{"console.log"}, false)
+	for _, c := range []struct {
+		name   string
+		params map[string]any
+		want   mediator.Code
+	}{
+		{"unknown agent", map[string]any{"agentId": "ghost"}, mediator.CodeUnknownAgent},
+		{"bad agent id", map[string]any{"agentId": "../x"}, mediator.CodeInvalidProfile},
+		{"no module", map[string]any{"agentId": "nomodule"}, mediator.CodeBadRequest},
+		{"bad level", map[string]any{"agentId": "nomodule", "sessionLevel": "root"}, mediator.CodeInvalidLevel},
+		{"context not an object", map[string]any{"agentId": "nomodule", "context": []int{1}}, mediator.CodeBadRequest},
+	} {
+		t.Run(c.name, func(t *testing.T) { h.wantCode(h.call("run-agent", c.params), c.want) })
+	}
+}

@@ -32,6 +32,8 @@ Usage:
   nmhost doctor [--extension-id ID] [--browser B] [--system] [--user-data-dir DIR]
   nmhost denials [--agent A] [--permission P] [--code C] [--since T] [--until T]
                  [--limit N] [--follow] [--json]
+  nmhost run --profile PROFILE.json [--input TEXT] [--page FILE.html] [--level L]
+             [--yes-to OPERATION]... MODULE.wasm
   nmhost prefs list [--agent A] [--json] | nmhost prefs revoke ID
   nmhost audit verify | nmhost audit tail [-n N] [--follow] [--json]
   nmhost version
@@ -70,6 +72,11 @@ func Main(env Env) int {
 		}
 	case "denials":
 		err = runDenials(ctx, sub)
+	case "run":
+		err = runAgent(ctx, sub)
+		if err == errRunFailed {
+			return 1
+		}
 	case "prefs":
 		err = runPrefs(ctx, sub)
 	case "audit":

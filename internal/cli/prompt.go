@@ -41,8 +41,7 @@ func isTerminal(r io.Reader) bool {
 	if !ok {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return isTTY(f.Fd())
 }
 
 var terminalAnswers = map[string]mediator.Answer{

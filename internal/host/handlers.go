@@ -49,33 +49,49 @@ func handleInstallAgent(ctx context.Context, s *server, req *request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	// The ACL is validated now so a bad entry is refused at install, with
-	// its canonical form, rather than silently never matching later.
-	if _, err := netproxy.NewACL(prof.Capabilities.AllowedHosts); err != nil {
-		return nil, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
-	}
-	var sha string
+	var mod []byte
 	if p.Module != "" {
 		if base64.StdEncoding.DecodedLen(len(p.Module)) > MaxModuleBytes {
 			return nil, mediator.Errorf(mediator.CodeTooLarge, "module is larger than %d bytes", MaxModuleBytes)
 		}
-		mod, err := base64.StdEncoding.DecodeString(p.Module)
-		if err != nil {
+		if mod, err = base64.StdEncoding.DecodeString(p.Module); err != nil {
 			return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "module is not valid base64", Err: err}
 		}
-		if !bytes.HasPrefix(mod, wasmMagic) {
-			return nil, mediator.Errorf(mediator.CodeBadRequest, "module is not a WebAssembly binary (version 1)")
-		}
-		if sha, err = s.opts.Store.PutModule(ctx, mod); err != nil {
-			return nil, fmt.Errorf("agent[%s] module: %w", prof.AgentID, err)
-		}
 	}
-	rec, err := s.opts.Store.InstallAgent(ctx, prof, sha)
+	rec, err := InstallAgent(ctx, s.opts.Store, prof, mod)
 	if err != nil {
-		return nil, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
+		return nil, err
 	}
 	s.fetch.Forget(prof.AgentID)
-	s.log.Info("agent installed", "agent", prof.AgentID, "module", sha, "origin", s.opts.Caller.Origin)
+	s.log.Info("agent installed", "agent", prof.AgentID, "module", rec.ModuleSHA256, "origin", s.opts.Caller.Origin)
+	return rec, nil
+}
+
+// InstallAgent installs (or re-installs) an agent with its module, which
+// may be nil: the install-agent message and `nmhost run` both come here.
+func InstallAgent(ctx context.Context, store *mediator.Store, prof mediator.Profile, module []byte) (mediator.AgentRecord, error) {
+	// The ACL is validated now so a bad entry is refused at install, with
+	// its canonical form, rather than silently never matching later.
+	if _, err := netproxy.NewACL(prof.Capabilities.AllowedHosts); err != nil {
+		return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
+	}
+	var sha string
+	if module != nil {
+		if len(module) > MaxModuleBytes {
+			return mediator.AgentRecord{}, mediator.Errorf(mediator.CodeTooLarge, "module is larger than %d bytes", MaxModuleBytes)
+		}
+		if !bytes.HasPrefix(module, wasmMagic) {
+			return mediator.AgentRecord{}, mediator.Errorf(mediator.CodeBadRequest, "module is not a WebAssembly binary (version 1)")
+		}
+		var err error
+		if sha, err = store.PutModule(ctx, module); err != nil {
+			return mediator.AgentRecord{}, fmt.Errorf("agent[%s] module: %w", prof.AgentID, err)
+		}
+	}
+	rec, err := store.InstallAgent(ctx, prof, sha)
+	if err != nil {
+		return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
+	}
 	return rec, nil
 }
 

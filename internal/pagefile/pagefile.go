@@ -251,4 +251,3 @@ func (sel selector) ancestorsMatch(n *html.Node) bool {
 	}
 	return i < 0
 }
-

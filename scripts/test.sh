@@ -18,4 +18,8 @@ if [ -n "$gofmt_out" ]; then
   echo "$gofmt_out" >&2
   exit 1
 fi
+# The end-to-end tests need Chromium and the example agents; they fail,
+# never skip, when the browser cannot start.
+./scripts/setup-chromium.sh
+./scripts/build-agents.sh
 go test -race -count=1 -timeout 30m ./...

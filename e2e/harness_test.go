@@ -1,0 +1,305 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+)
+
+// ExtensionID follows from the public key in extension/manifest.json
+// (see extension/README.md).
+const ExtensionID = "kfdflodbjjhffjcgfmobmhlinchkhdlj"
+
+var (
+	nmhostBin string
+	dataDir   string
+	artifacts string
+	modules   = map[string][]byte{} // example agents built for wasip1
+	browser   context.Context       // the one Chromium of this test binary
+	browserMu sync.Mutex            // tests that answer prompts take turns
+)
+
+func TestMain(m *testing.M) {
+	code, err := setup(m)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func setup(m *testing.M) (int, error) {
+	work, err := os.MkdirTemp("", "nmhost-e2e-")
+	if err != nil {
+		return 1, err
+	}
+	defer os.RemoveAll(work)
+	artifacts = os.Getenv("E2E_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = filepath.Join(os.TempDir(), "nmhost-e2e-artifacts")
+	}
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		return 1, err
+	}
+	fmt.Fprintf(os.Stderr, "e2e: screenshots go to %s\n", artifacts)
+
+	nmhostBin = filepath.Join(work, "nmhost")
+	if out, err := exec.Command("go", "build", "-o", nmhostBin, "../cmd/nmhost").CombinedOutput(); err != nil {
+		return 1, fmt.Errorf("go build nmhost: %v\n%s", err, out)
+	}
+	for _, name := range []string{"page-reader", "clipboard-note", "fetcher"} {
+		out := filepath.Join(work, name+".wasm")
+		cmd := exec.Command("go", "build", "-o", out, "../examples/agents/"+name)
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return 1, fmt.Errorf("building %s: %v\n%s", name, err, b)
+		}
+		if modules[name], err = os.ReadFile(out); err != nil {
+			return 1, err
+		}
+	}
+	dataDir = filepath.Join(work, "data")
+	profile := filepath.Join(work, "chromium-profile")
+	install := exec.Command(nmhostBin, "install", "--extension-id", ExtensionID, "--browser", "chromium", "--user-data-dir", profile)
+	install.Env = append(os.Environ(), "NMHOST_DATA_DIR="+dataDir)
+	if out, err := install.CombinedOutput(); err != nil {
+		return 1, fmt.Errorf("nmhost install: %v\n%s", err, out)
+	}
+	ext, err := filepath.Abs("../extension")
+	if err != nil {
+		return 1, err
+	}
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		return 1, fmt.Errorf("Chromium is not installed (scripts/setup-chromium.sh installs Debian's chromium): %v", err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.UserDataDir(profile),
+		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox cannot start
+		chromedp.Flag("disable-extensions", false),
+		chromedp.Flag("load-extension", ext),
+		chromedp.Flag("disable-extensions-except", ext),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Env("NMHOST_DATA_DIR="+dataDir),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	defer cancel()
+	// The first action starts the browser, which lives as long as that
+	// action's context: no timeout here.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		return 1, fmt.Errorf("Chromium did not start (%s): %v", chromium, err)
+	}
+	if err := waitForExtension(ctx); err != nil {
+		return 1, err
+	}
+	browser = ctx
+	return m.Run(), nil
+}
+
+// waitForExtension waits for the extension's service worker.
+func waitForExtension(ctx context.Context) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		targets, _ := chromedp.Targets(ctx)
+		for _, t := range targets {
+			if strings.HasPrefix(t.URL, "chrome-extension://"+ExtensionID+"/") {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the extension %s did not load (wrong key, or extensions disabled)", ExtensionID)
+}
+
+// page opens url in a new tab; the tab closes with the test. Tabs are
+// created with their URL: navigating an existing tab to an extension page
+// swaps its renderer, which leaves the automation attached to the old one.
+func page(t *testing.T, url string) context.Context {
+	t.Helper()
+	res, err := chromedp.CallBrowser(browser, target.CreateTarget, target.CreateTargetParams{URL: url})
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithTargetID(res.TargetID))
+	t.Cleanup(func() {
+		chromedp.CallBrowser(browser, target.CloseTarget, target.CloseTargetParams{TargetID: res.TargetID})
+		cancel()
+	})
+	var errs []string
+	var mu sync.Mutex
+	if err := chromedp.Listen(ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			mu.Lock()
+			errs = append(errs, fmt.Sprintf("exception %s %v", e.ExceptionDetails.Text, e.ExceptionDetails.Exception))
+			mu.Unlock()
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError {
+				mu.Lock()
+				errs = append(errs, fmt.Sprintf("console.error %s", argsText(e.Args)))
+				mu.Unlock()
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eval[bool](t, ctx, `new Promise(r => { const w = () => document.readyState === 'complete' ? r(true) : setTimeout(w, 20); w() })`)
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.HasPrefix(url, "chrome-extension://") && len(errs) > 0 {
+			t.Errorf("%s logged errors: %v", url, errs)
+		}
+	})
+	return ctx
+}
+
+func argsText(args []*runtime.RemoteObject) string {
+	var parts []string
+	for _, a := range args {
+		if len(a.Value) > 0 {
+			parts = append(parts, string(a.Value))
+		} else {
+			parts = append(parts, a.Description)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func extURL(path string) string { return "chrome-extension://" + ExtensionID + "/" + path }
+
+func run(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := chromedp.Do(c, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eval evaluates a JavaScript expression, awaiting a promise, in ctx's tab.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%.200s: %v", expr, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript condition in ctx's tab until it is true.
+// DOM helpers of chromedp need the frame tree of a tab it created; these
+// tabs are attached by id, so plain JavaScript does the querying.
+func waitFor(t *testing.T, ctx context.Context, cond string) {
+	t.Helper()
+	eval[bool](t, ctx, fmt.Sprintf(`new Promise(r => { const w = () => (%s) ? r(true) : setTimeout(w, 50); w() })`, cond))
+}
+
+// click clicks the element with the id.
+func click(t *testing.T, ctx context.Context, id string) {
+	t.Helper()
+	waitFor(t, ctx, fmt.Sprintf("document.getElementById(%q)", id))
+	eval[bool](t, ctx, fmt.Sprintf("(document.getElementById(%q).click(), true)", id))
+}
+
+// screenshot saves the tab as artifacts/name.png.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	os.WriteFile(filepath.Join(artifacts, name+".png"), shot, 0o644)
+}
+
+// reply is the host's reply as the extension's service worker passes it on.
+type reply struct {
+	Success bool            `json:"success"`
+	Data    json.RawMessage `json:"data"`
+	Code    string          `json:"code"`
+	Error   string          `json:"error"`
+}
+
+// hostCall sends a request to the host the way the extension's pages do:
+// through the service worker, which owns the native port.
+func hostCall(t *testing.T, extPage context.Context, typ string, params map[string]any) reply {
+	t.Helper()
+	req := map[string]any{"type": typ}
+	for k, v := range params {
+		req[k] = v
+	}
+	b, _ := json.Marshal(map[string]any{"type": "host", "request": req})
+	return eval[reply](t, extPage, fmt.Sprintf("chrome.runtime.sendMessage(%s)", b))
+}
+
+func installAgent(t *testing.T, extPage context.Context, profile map[string]any, module []byte) {
+	t.Helper()
+	params := map[string]any{"profile": profile}
+	if module != nil {
+		params["module"] = base64.StdEncoding.EncodeToString(module)
+	}
+	if r := hostCall(t, extPage, "install-agent", params); !r.Success {
+		t.Fatalf("install-agent %v: %s %s", profile["agentId"], r.Code, r.Error)
+	}
+}
+
+// answerPrompt waits for the extension's prompt window, takes a
+// screenshot of it, and clicks answer.
+func answerPrompt(t *testing.T, answer string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		targets, _ := chromedp.Targets(browser)
+		for _, tg := range targets {
+			if tg.Type == "page" && strings.HasPrefix(tg.URL, extURL("prompt.html")) {
+				clickPrompt(t, tg, answer)
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("no prompt window appeared")
+}
+
+func clickPrompt(t *testing.T, tg *target.Info, answer string) {
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithTargetID(tg.TargetID))
+	defer cancel()
+	waitFor(t, ctx, "document.readyState === 'complete' && document.getElementById('agent').textContent")
+	screenshot(t, ctx, "prompt")
+	click(t, ctx, answer)
+}
+
+// noPromptWithin fails when a prompt window shows up in d.
+func noPromptWithin(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		targets, _ := chromedp.Targets(browser)
+		for _, tg := range targets {
+			if strings.HasPrefix(tg.URL, extURL("prompt.html")) {
+				t.Fatal("a prompt appeared where a remembered answer should have decided")
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

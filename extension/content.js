@@ -1,0 +1,73 @@
+// The permission mediator's first layer (seed 000) in the page: it builds
+// the restricted page API for an agent's call and enforces the profile's
+// domAccess before touching the DOM. The host has already decided the call
+// (layer 2); a refusal here is reported to the host's denial log too.
+(() => {
+  const MAX_TEXT = 1 << 20;
+
+  const describe = (el) => ({
+    found: true,
+    text: (el.textContent || '').trim().slice(0, MAX_TEXT),
+    tag: el.tagName,
+    attributes: Object.fromEntries(Array.from(el.attributes).slice(0, 50).map((a) => [a.name, a.value.slice(0, 2000)])),
+  });
+
+  const deny = (msg, permission, reason) => {
+    const denial = {
+      agentId: msg.agentId, permission, code: 'permission_not_granted',
+      context: { reason, method: msg.call.split('.').pop(), url: location.href },
+    };
+    chrome.runtime.sendMessage({ type: 'layer1-denial', denial }).catch(() => {});
+    return { success: false, code: 'permission_not_granted', error: reason };
+  };
+
+  const select = (selector, all) => {
+    try {
+      return all ? Array.from(document.querySelectorAll(selector)) : document.querySelector(selector);
+    } catch {
+      return undefined; // an invalid selector
+    }
+  };
+
+  const calls = {
+    'page.read.getPageText': () => ({ success: true, data: { text: (document.body?.innerText || '').slice(0, MAX_TEXT), url: location.href, title: document.title } }),
+    'page.read.querySelector': (p) => {
+      const el = select(String(p.selector || ''), false);
+      if (el === undefined) return { success: false, code: 'bad_request', error: 'invalid selector' };
+      return { success: true, data: el ? describe(el) : { found: false } };
+    },
+    'page.read.querySelectorAll': (p) => {
+      const els = select(String(p.selector || ''), true);
+      if (els === undefined) return { success: false, code: 'bad_request', error: 'invalid selector' };
+      const limit = Math.min(Math.max(Number(p.limit) || 1000, 1), 1000);
+      return { success: true, data: { elements: els.slice(0, limit).map(describe) } };
+    },
+    'page.write.setElementText': (p) => {
+      const el = select(String(p.selector || ''), false);
+      if (el === undefined) return { success: false, code: 'bad_request', error: 'invalid selector' };
+      if (!el) return { success: true, data: { found: false } };
+      el.textContent = String(p.text ?? '');
+      return { success: true, data: { found: true } };
+    },
+  };
+
+  chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
+    if (sender.id !== chrome.runtime.id || msg?.type !== 'agentgate-call') return false;
+    const call = calls[msg.call];
+    if (!call) {
+      sendResponse({ success: false, code: 'unknown_permission', error: `unknown page call ${msg.call}` });
+      return false;
+    }
+    const dom = msg.domAccess;
+    if (msg.call.startsWith('page.read.') && dom !== 'read-only' && dom !== 'full') {
+      sendResponse(deny(msg, 'page.read', `domAccess is ${dom}`));
+      return false;
+    }
+    if (msg.call.startsWith('page.write.') && dom !== 'full') {
+      sendResponse(deny(msg, 'page.write', `domAccess is ${dom}`));
+      return false;
+    }
+    sendResponse(call(msg.params || {}));
+    return false;
+  });
+})();

@@ -1,0 +1,118 @@
+// The one owner of the native-messaging port to nmhost. Requests carry ids
+// and timeouts; chunked replies are reassembled; the port reconnects on the
+// next request after the host exits; requests the host sends to us
+// (browser-call, prompt) go to the handlers set with setHostHandlers.
+
+export const HOST_NAME = 'com.agentgate.nmhost';
+
+export class HostError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+}
+
+// What a host-initiated request type is answered with.
+const RESULT_TYPES = { 'browser-call': 'browser-result', prompt: 'prompt-result' };
+
+class NativeHost {
+  constructor() {
+    this.port = null;
+    this.next = 1;
+    this.pending = new Map(); // id -> {resolve, reject, onEvent, timer}
+    this.chunks = new Map(); // id -> pieces by seq
+    this.hostHandlers = {};
+  }
+
+  setHostHandlers(handlers) {
+    this.hostHandlers = handlers;
+  }
+
+  connect() {
+    if (this.port) return this.port;
+    const port = chrome.runtime.connectNative(HOST_NAME);
+    port.onMessage.addListener((m) => this.onMessage(m));
+    port.onDisconnect.addListener(() => {
+      const why = chrome.runtime.lastError?.message || 'the host exited';
+      if (this.port === port) this.port = null;
+      this.chunks.clear();
+      for (const [, p] of this.pending) p.reject(new HostError('host_disconnected', why));
+      this.pending.clear();
+    });
+    this.port = port;
+    return port;
+  }
+
+  // request sends {type, ...params} and resolves with the reply object
+  // ({success, data} or {success: false, code, error}).
+  request(type, params = {}, { timeoutMs = 120000, onEvent } = {}) {
+    return new Promise((resolve, reject) => {
+      const id = `x${this.next++}`;
+      const done = (fn) => (v) => {
+        clearTimeout(entry.timer);
+        this.pending.delete(id);
+        fn(v);
+      };
+      const entry = { onEvent };
+      entry.resolve = done(resolve);
+      entry.reject = done(reject);
+      entry.timer = setTimeout(() => entry.reject(new HostError('timeout', `${type} got no reply in ${timeoutMs} ms`)), timeoutMs);
+      this.pending.set(id, entry);
+      try {
+        this.connect().postMessage({ ...params, id, type });
+      } catch (e) {
+        entry.reject(new HostError('host_unavailable', String(e.message || e)));
+      }
+    });
+  }
+
+  onMessage(m) {
+    if (m && m.chunk) {
+      this.collect(m);
+      return;
+    }
+    if (!m || typeof m !== 'object') return;
+    if (typeof m.id === 'string' && m.id.startsWith('h:') && RESULT_TYPES[m.type]) {
+      this.answerHost(m);
+      return;
+    }
+    const p = this.pending.get(m.id);
+    if (!p) return;
+    if (m.event) {
+      p.onEvent?.(m);
+      return;
+    }
+    p.resolve(m);
+  }
+
+  collect(m) {
+    const { seq, total, data } = m.chunk;
+    const key = JSON.stringify(m.id);
+    const parts = this.chunks.get(key) || [];
+    parts[seq] = data;
+    this.chunks.set(key, parts);
+    if (parts.filter((x) => x !== undefined).length !== total) return;
+    this.chunks.delete(key);
+    const bytes = parts.map((b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+    const joined = new Uint8Array(bytes.reduce((n, b) => n + b.length, 0));
+    let off = 0;
+    for (const b of bytes) {
+      joined.set(b, off);
+      off += b.length;
+    }
+    this.onMessage(JSON.parse(new TextDecoder().decode(joined)));
+  }
+
+  async answerHost(m) {
+    const handler = this.hostHandlers[m.type];
+    let result;
+    try {
+      result = handler ? await handler(m) : { success: false, code: 'unknown_type', error: `no handler for ${m.type}` };
+    } catch (e) {
+      result = { success: false, code: e.code || 'internal_error', error: String(e.message || e) };
+    }
+    this.port?.postMessage({ ...result, id: m.id, type: RESULT_TYPES[m.type] });
+  }
+}
+
+export const native = new NativeHost();

@@ -1,0 +1,90 @@
+// The options page reads everything from the host: agents, grants,
+// remembered answers and the denial log. It keeps no state of its own.
+import { host, el } from './host.js';
+
+const $ = (id) => document.getElementById(id);
+
+function fill(tbody, rows) {
+  tbody.replaceChildren(...rows);
+}
+
+async function loadAgents() {
+  const r = await host('list-agents');
+  if (!r.success) throw new Error(`${r.code}: ${r.error}`);
+  const agents = r.data.agents || [];
+  fill($('agents').tBodies[0], agents.map((a) => {
+    const p = a.profile;
+    const grants = el('td');
+    for (const g of a.grants || []) {
+      const b = el('button', `revoke ${g.permission}`, { 'data-agent': p.agentId, 'data-permission': g.permission, class: 'revoke' });
+      b.addEventListener('click', async () => {
+        await host('revoke', { agentId: p.agentId, permission: g.permission });
+        refresh();
+      });
+      grants.append(b, ' ');
+    }
+    const tr = el('tr', null, { 'data-agent': p.agentId });
+    tr.append(el('td', p.agentId), el('td', (p.permissions.required || []).join(', ')),
+      el('td', (p.capabilities.allowedHosts || []).join(', ') || '(none)'), el('td', p.capabilities.domAccess), grants);
+    return tr;
+  }));
+  const sel = $('fetch-agent');
+  const keep = sel.value;
+  sel.replaceChildren(...agents.map((a) => el('option', a.profile.agentId, { value: a.profile.agentId })));
+  if (keep) sel.value = keep;
+}
+
+async function loadPrefs() {
+  const r = await host('list-preferences');
+  if (!r.success) return;
+  fill($('prefs').tBodies[0], (r.data.preferences || []).map((p) => {
+    const b = el('button', 'forget');
+    b.addEventListener('click', async () => {
+      await host('revoke-preference', { preferenceId: p.id });
+      refresh();
+    });
+    const tr = el('tr');
+    tr.append(el('td', p.agentId), el('td', p.operation), el('td', p.target || ''), el('td', p.answer), el('td'));
+    tr.lastChild.append(b);
+    return tr;
+  }));
+}
+
+async function loadDenials() {
+  const r = await host('list-denials', { limit: 50 });
+  if (!r.success) return;
+  fill($('denials').tBodies[0], (r.data.denials || []).map((d) => {
+    const tr = el('tr', null, { 'data-id': String(d.id), 'data-code': d.code });
+    tr.append(el('td', new Date(d.timestamp).toLocaleString()), el('td', d.agentId), el('td', d.permission),
+      el('td', d.code, { class: 'code' }), el('td', d.context?.url || d.context?.details?.operation || '', { class: 'mono' }),
+      el('td', d.context?.reason || ''));
+    return tr;
+  }));
+}
+
+async function refresh() {
+  try {
+    await loadAgents();
+    await Promise.all([loadPrefs(), loadDenials()]);
+    $('status').textContent = `updated ${new Date().toLocaleTimeString()}`;
+  } catch (e) {
+    $('status').textContent = `the host is not reachable: ${e.message || e}`;
+  }
+}
+
+$('refresh').addEventListener('click', refresh);
+$('fetch-go').addEventListener('click', async () => {
+  const out = $('fetch-result');
+  out.textContent = 'fetching...';
+  const r = await host('network-fetch', { agentId: $('fetch-agent').value, url: $('fetch-url').value });
+  if (r.success) {
+    const d = r.data;
+    out.textContent = `${d.status} ${d.statusText} ${d.finalUrl}\n${d.body.length} characters (${d.bodyEncoding})\n\n${d.body.slice(0, 2000)}`;
+  } else {
+    out.textContent = `denied: ${r.code}: ${r.error}`;
+  }
+  out.dataset.done = r.success ? 'ok' : r.code;
+  out.dataset.length = r.success ? String(r.data.body.length) : '0';
+  loadDenials();
+});
+refresh();

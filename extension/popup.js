@@ -1,0 +1,49 @@
+// Runs an agent on the active tab (or the tab in ?tab=ID, when the popup is
+// opened as a page) and shows its output and denials as they stream in.
+import { host, el } from './host.js';
+
+const $ = (id) => document.getElementById(id);
+
+async function targetTab() {
+  const fromQuery = Number(new URLSearchParams(location.search).get('tab'));
+  if (Number.isInteger(fromQuery) && fromQuery > 0) return chrome.tabs.get(fromQuery);
+  const [tab] = await chrome.tabs.query({ active: true, currentWindow: true });
+  return tab;
+}
+
+async function init() {
+  const r = await host('list-agents');
+  const agents = r.success ? r.data.agents : [];
+  $('agent').replaceChildren(...agents.filter((a) => a.moduleSha256).map((a) => el('option', a.profile.agentId, { value: a.profile.agentId })));
+  const tab = await targetTab();
+  $('tab').textContent = tab ? `tab: ${tab.title || tab.url}` : 'no tab';
+}
+
+$('run').addEventListener('click', async () => {
+  const tab = await targetTab();
+  const out = $('output');
+  const denials = $('run-denials');
+  out.textContent = '';
+  denials.replaceChildren();
+  delete out.dataset.status;
+  let origin = '';
+  try {
+    origin = new URL(tab.url).origin;
+  } catch {
+    origin = '';
+  }
+  const r = await host('run-agent', { agentId: $('agent').value, input: $('input').value, context: { tabId: tab.id }, origin }, (ev) => {
+    if (ev.event === 'output') out.textContent += ev.data.text;
+    if (ev.event === 'denial') denials.append(el('li', `${ev.data.permission}: ${ev.data.code}: ${ev.data.context?.reason || ''}`, { 'data-code': ev.data.code }));
+  });
+  if (r.success) {
+    // The reply holds the whole output; streamed pieces may still be in flight.
+    out.textContent = r.data.output;
+    out.dataset.status = r.data.status;
+    if (r.data.code) out.textContent += `\n[${r.data.code}] ${r.data.error}`;
+  } else {
+    out.dataset.status = r.code;
+    out.textContent += `\n[${r.code}] ${r.error}`;
+  }
+});
+init();

@@ -1,0 +1,55 @@
+// Routes messages: one type -> handler map for the extension's own pages,
+// one for content scripts, one for requests the host sends to us.
+import { native } from './native.js';
+import { browserCall } from './browser.js';
+import { prompt, promptAnswered } from './prompts.js';
+import { installBundledAgents } from './agents.js';
+
+// Requests an extension page may forward to the host.
+const PAGE_REQUESTS = new Set([
+  'hello', 'list-agents', 'getAgentInfo', 'install-agent', 'uninstall-agent', 'grant', 'revoke',
+  'network-fetch', 'run-agent', 'list-denials', 'list-preferences', 'revoke-preference', 'list-audit',
+]);
+
+const pageHandlers = {
+  // {type: 'host', request: {type, ...}, ref?}: ref streams progress events
+  // back as {type: 'host-event', ref, event}.
+  host: async (msg) => {
+    const req = msg.request || {};
+    if (!PAGE_REQUESTS.has(req.type)) return { success: false, code: 'unknown_type', error: `not forwarded: ${req.type}` };
+    const { type, id, ...params } = req;
+    const onEvent = msg.ref
+      ? (event) => chrome.runtime.sendMessage({ type: 'host-event', ref: msg.ref, event }).catch(() => {})
+      : undefined;
+    try {
+      return await native.request(type, params, { onEvent, timeoutMs: type === 'run-agent' ? 660000 : 120000 });
+    } catch (e) {
+      return { success: false, code: e.code || 'internal_error', error: String(e.message || e) };
+    }
+  },
+  'prompt-answer': async (msg) => ({ success: promptAnswered(msg.promptId, msg.answer) }),
+};
+
+const contentHandlers = {
+  // Layer 1 refused a page call: the host's denial log gets it too.
+  'layer1-denial': async (msg) => {
+    const d = msg.denial || {};
+    return native.request('log-denial', { agentId: d.agentId, permission: d.permission, code: d.code, context: d.context });
+  },
+};
+
+export const hostRequests = { 'browser-call': browserCall, prompt };
+native.setHostHandlers(hostRequests);
+
+export function onMessage(msg, sender, sendResponse) {
+  if (!msg || typeof msg !== 'object' || msg.target === 'offscreen' || sender.id !== chrome.runtime.id) return false;
+  const fromPage = typeof sender.url === 'string' && sender.url.startsWith(chrome.runtime.getURL('')) && !sender.tab?.url?.startsWith('http');
+  const handler = fromPage ? pageHandlers[msg.type] : contentHandlers[msg.type];
+  if (!handler) return false;
+  handler(msg, sender).then(sendResponse, (e) => sendResponse({ success: false, code: 'internal_error', error: String(e) }));
+  return true; // the answer comes asynchronously
+}
+
+export function onInstalled() {
+  installBundledAgents().catch((e) => console.warn('agentgate: bundled agents not installed:', e.message || e));
+}

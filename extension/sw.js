@@ -1,0 +1,5 @@
+// The service worker only wires: modules do the work, this registers them.
+import { onMessage, onInstalled } from './router.js';
+
+chrome.runtime.onMessage.addListener(onMessage);
+chrome.runtime.onInstalled.addListener(onInstalled);

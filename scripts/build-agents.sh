@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds the example agents (examples/agents/*) for wasip1 into
+# extension/agents/, with their profiles and an index.json the extension
+# reads on install. The built files are not committed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=extension/agents
+mkdir -p "$out"
+entries=()
+for dir in examples/agents/*/; do
+  name=$(basename "$dir")
+  GOOS=wasip1 GOARCH=wasm go build -o "$out/$name.wasm" "./$dir"
+  cp "$dir/profile.json" "$out/$name.json"
+  entries+=("{\"profile\": \"$name.json\", \"module\": \"$name.wasm\"}")
+done
+(IFS=,; echo "{\"agents\": [${entries[*]}]}") > "$out/index.json"
+echo "build-agents.sh: ${#entries[@]} agents in $out" >&2

@@ -121,7 +121,7 @@ func TestDemoRunsAndEveryStepHolds(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nmhost demo: %v\n%s", err, out)
 	}
-	for _, want := range []string{"canary hits: 0", "every step turned out as expected", "private_address", "origin_not_allowed", "chunked frames"} {
+	for _, want := range []string{"canary hits: 0", "every step turned out as expected", "private_address", "origin_not_allowed", "chunked frames", "import_not_granted in", "one prompt for two calls"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}

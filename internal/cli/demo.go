@@ -3,12 +3,15 @@ package cli
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -171,7 +174,14 @@ func runDemo(ctx context.Context, env Env) error {
 	d.fetch(ctx, p.Client, "demo-offline", webURL+"/news", "network_disabled", "agent whose profile has networkAccess: false")
 	d.fetch(ctx, p.Client, "no-such-agent", webURL+"/news", "unknown_agent", "agent that was never installed")
 
-	d.say("5. a caller the host was not installed for gets nothing but refusals:")
+	if err := d.policySteps(ctx, p.Client, webURL); err != nil {
+		return err
+	}
+	if err := d.agentSteps(ctx, p.Client, dir, webURL, webHost, canaryURL); err != nil {
+		return err
+	}
+
+	d.say("7. a caller the host was not installed for gets nothing but refusals:")
 	stranger, err := nmclient.Start(bin, []string{"chrome-extension://" + strings.Repeat("p", 32) + "/"}, hostEnv, io.Discard)
 	if err != nil {
 		return err
@@ -188,7 +198,7 @@ func runDemo(ctx context.Context, env Env) error {
 		return err
 	}
 	d.say("")
-	d.say("6. the denial log (list-denials; also `NMHOST_DATA_DIR=%s nmhost denials`):", dir)
+	d.say("8. the denial log (list-denials; also `NMHOST_DATA_DIR=%s nmhost denials`):", dir)
 	pr := newDenialPrinter(env.Stdout, false)
 	for i := len(page.Denials) - 1; i >= 0; i-- {
 		pr.print(page.Denials[i])
@@ -203,6 +213,101 @@ func runDemo(ctx context.Context, env Env) error {
 		return fmt.Errorf("%d step(s) did not turn out as expected", d.failures)
 	}
 	d.say("every step turned out as expected. Next: nmhost install --extension-id <your extension id>")
+	return nil
+}
+
+// policySteps shows the safety classes: a POST needs the user's
+// confirmation; the demo plays the extension and answers "always allow".
+func (d *demo) policySteps(ctx context.Context, c *nmclient.Client, webURL string) error {
+	d.say("5. operations that change something ask the user first (the demo answers as the extension would):")
+	var prompts atomic.Int64
+	c.SetHostHandler(func(typ string, msg json.RawMessage) map[string]any {
+		var m struct {
+			Operation, Class string
+			Target           struct{ Method, URL string }
+		}
+		json.Unmarshal(msg, &m)
+		prompts.Add(1)
+		d.say("   prompt: %s %s %s (%s) -> always-allow", m.Operation, m.Target.Method, m.Target.URL, m.Class)
+		return map[string]any{"answer": "always-allow"}
+	})
+	post := map[string]any{"agentId": "demo-reader", "url": webURL + "/news", "options": map[string]any{"method": "POST", "body": "hi"}}
+	for i := 1; i <= 2; i++ {
+		r, err := c.Call(ctx, "network-fetch", post)
+		if err != nil {
+			return err
+		}
+		if !r.Success {
+			d.say("   POST %s/news (call %d)\n      FAIL: %s %s", webURL, i, r.Code, r.Error)
+			d.failures++
+			continue
+		}
+		d.say("   POST %s/news (call %d)\n      ALLOW", webURL, i)
+	}
+	if prompts.Load() != 1 {
+		d.say("   FAILED: %d prompts; the remembered answer should have decided the second call", prompts.Load())
+		d.failures++
+	} else {
+		d.say("   one prompt for two calls: the second was decided by the remembered answer (nmhost prefs list)")
+	}
+	return nil
+}
+
+// agentSteps runs a real WebAssembly agent, built from examples/agents.
+func (d *demo) agentSteps(ctx context.Context, c *nmclient.Client, dir, webURL, webHost, canaryURL string) error {
+	d.say("6. a WebAssembly agent (examples/agents/fetcher), linked only against what it was granted:")
+	src := filepath.Join("examples", "agents", "fetcher")
+	if _, err := os.Stat(src); err != nil {
+		d.say("   (not shown: run the demo from the repository root, where %s is)", src)
+		return nil
+	}
+	wasm := filepath.Join(dir, "fetcher.wasm")
+	build := exec.CommandContext(ctx, "go", "build", "-o", wasm, "./"+filepath.ToSlash(src))
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %v\n%s", src, err, out)
+	}
+	module, err := os.ReadFile(wasm)
+	if err != nil {
+		return err
+	}
+	for _, agent := range []struct {
+		id    string
+		perms []string
+		want  string
+	}{
+		{"demo-fetcher", []string{"network.fetch"}, "ok"},
+		{"demo-fetcher-ungranted", []string{}, "import_not_granted"},
+	} {
+		profile := map[string]any{
+			"agentId": agent.id, "permissions": map[string]any{"required": agent.perms},
+			"capabilities": map[string]any{"networkAccess": true, "allowedHosts": []string{webHost}, "maxMemory": 33554432, "executionTimeout": 20000},
+		}
+		if err := d.call(ctx, c, "install-agent", map[string]any{"profile": profile, "module": base64.StdEncoding.EncodeToString(module)}, nil); err != nil {
+			return err
+		}
+		var res struct {
+			Status, Output, Error string
+			Calls                 int
+			DurationMs            int64
+		}
+		if err := d.call(ctx, c, "run-agent", map[string]any{"agentId": agent.id, "input": webURL + "/news\n" + canaryURL + "/steal"}, &res); err != nil {
+			return err
+		}
+		d.say("   run-agent %s (granted %v): %s in %d ms", agent.id, agent.perms, res.Status, res.DurationMs)
+		for _, line := range strings.Split(strings.TrimSpace(res.Output), "\n") {
+			if line != "" {
+				d.say("     | %s", line)
+			}
+		}
+		if res.Error != "" {
+			d.say("     %s", res.Error)
+		}
+		if res.Status != agent.want {
+			d.say("   FAILED: want %s", agent.want)
+			d.failures++
+		}
+	}
 	return nil
 }
 

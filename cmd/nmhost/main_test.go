@@ -117,7 +117,9 @@ func profile(agent string, hosts ...string) map[string]any {
 }
 
 func TestDemoRunsAndEveryStepHolds(t *testing.T) {
-	out, err := exec.Command(nmhostBin, "demo").CombinedOutput()
+	cmd := exec.Command(nmhostBin, "demo")
+	cmd.Dir = "../.." // the repository root, as in the README
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("nmhost demo: %v\n%s", err, out)
 	}

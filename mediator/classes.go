@@ -1,6 +1,9 @@
 package mediator
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // SafetyClass says how much confirmation an operation needs, by what it
 // does (seed 004): reading is safe, changing or sending asks, destructive
@@ -21,8 +24,8 @@ type OperationRule struct {
 	Permission Permission  // the grant the operation needs
 	Class      SafetyClass // how much confirmation it needs
 	// Target names the part of the operation a remembered answer is
-	// keyed by: "host" (fetches), "origin" (page writes) or "" (the
-	// operation as a whole).
+	// keyed by: "host" (fetches: method and host:port), "origin" (page
+	// writes) or "" (the operation as a whole).
 	Target string
 	// StaysLocal is true when nothing leaves the machine: the only
 	// operations a "low" session may run.
@@ -119,11 +122,22 @@ func ParseLevel(s string) (string, error) {
 	return "", Errorf(CodeInvalidLevel, "permission level %q must be low, medium or high", truncate(s, 32))
 }
 
-// targetKey is the value a remembered answer for op is keyed by.
+// targetKey is the value a remembered answer for op is keyed by. For a
+// fetch it is the method and the URL's host:port ("POST api.example.com:8443"):
+// "always allow" for a POST must not let a DELETE (always-confirm) or
+// another port of the same host through.
 func targetKey(r OperationRule, op Operation) string {
 	switch r.Target {
 	case "host":
-		return op.Host
+		method := strings.ToUpper(op.Method)
+		if method == "" {
+			method = "GET"
+		}
+		hostPort := op.Host
+		if u, err := url.Parse(op.URL); err == nil && u.Host != "" {
+			hostPort = u.Host
+		}
+		return method + " " + hostPort
 	case "origin":
 		return op.Origin
 	}

@@ -219,7 +219,7 @@ func TestAlwaysBlockWinsAndDamagedRowsAreIgnored(t *testing.T) {
 	s := policyStore(t)
 	p := NewPolicy(s, PolicyOptions{Prompter: &scriptedPrompter{answer: AnswerDeny}})
 	get := Operation{AgentID: "all", Name: OpNetworkFetch, Method: "GET", Host: "example.com"}
-	pref, err := s.SetPreference(ctx, Preference{AgentID: "all", Operation: OpNetworkFetch, Target: "example.com", Answer: AnswerAlwaysBlock})
+	pref, err := s.SetPreference(ctx, Preference{AgentID: "all", Operation: OpNetworkFetch, Target: "GET example.com", Answer: AnswerAlwaysBlock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,5 +364,33 @@ func TestReinstallIsSeenAtOnce(t *testing.T) {
 	}
 	if d := p.Decide(ctx, write); !d.RequiresPrompt {
 		t.Fatalf("after re-install with full DOM access: %+v", d)
+	}
+}
+
+// TestRememberedFetchAnswerCoversExactlyThatMethodAndPort: "always allow"
+// for a POST must not let a DELETE (always-confirm) or another port through.
+func TestRememberedFetchAnswerCoversExactlyThatMethodAndPort(t *testing.T) {
+	ctx := context.Background()
+	s := policyStore(t)
+	p := NewPolicy(s, PolicyOptions{Prompter: &scriptedPrompter{answer: AnswerAlwaysAllow}})
+	post := Operation{AgentID: "all", Name: OpNetworkFetch, Method: "POST", URL: "http://example.com:8080/a", Host: "example.com"}
+	if _, err := p.Authorize(ctx, post); err != nil {
+		t.Fatal(err)
+	}
+	prefs, _ := s.ListPreferences(ctx, "all")
+	if len(prefs) != 1 || prefs[0].Target != "POST example.com:8080" {
+		t.Fatalf("stored %+v", prefs)
+	}
+	for _, other := range []Operation{
+		{AgentID: "all", Name: OpNetworkFetch, Method: "DELETE", URL: "http://example.com:8080/a", Host: "example.com"},
+		{AgentID: "all", Name: OpNetworkFetch, Method: "POST", URL: "http://example.com:9090/a", Host: "example.com"},
+		{AgentID: "all", Name: OpNetworkFetch, Method: "POST", URL: "http://example.com/a", Host: "example.com"},
+	} {
+		if d := p.Decide(ctx, other); !d.RequiresPrompt {
+			t.Errorf("%s %s decided %+v by the POST :8080 answer", other.Method, other.URL, d)
+		}
+	}
+	if d := p.Decide(ctx, post); !d.Allowed || !d.AlwaysAllow {
+		t.Fatalf("the same POST: %+v", d)
 	}
 }

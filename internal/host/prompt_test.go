@@ -100,7 +100,7 @@ func TestPostAsksAndAlwaysAnswersAreRemembered(t *testing.T) {
 			}
 			if remembered {
 				p := prefs.Preferences[0]
-				if p.Operation != mediator.OpNetworkFetch || p.Target != "127.0.0.1" || string(p.Answer) != c.answer {
+				if p.Operation != mediator.OpNetworkFetch || p.Target != "POST "+hostPort(web.URL) || string(p.Answer) != c.answer {
 					t.Fatalf("preference %+v", p)
 				}
 				var rv struct{ Revoked bool }

@@ -125,3 +125,18 @@ func TestHostKilledMidSessionReconnects(t *testing.T) {
 		t.Fatalf("hello after kill -9: %s %s", r.Code, r.Error)
 	}
 }
+
+func TestRevokeInTheOptionsPageStopsTheAgent(t *testing.T) {
+	web := serve(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	opts := page(t, extURL("options.html"))
+	installAgent(t, opts, fetcherProfile("e2e-revoke", hostOf(web.URL)), nil)
+	click(t, opts, "refresh")
+	button := `document.querySelector('#agents button.revoke[data-agent="e2e-revoke"][data-permission="network.fetch"]')`
+	waitFor(t, opts, button)
+	eval[bool](t, opts, "("+button+".click(), true)")
+	waitFor(t, opts, `document.querySelector('#agents tr[data-agent="e2e-revoke"]') && !`+button)
+	r := hostCall(t, opts, "network-fetch", map[string]any{"agentId": "e2e-revoke", "url": web.URL})
+	if r.Code != "permission_not_granted" || web.hits.Load() != 0 {
+		t.Fatalf("fetch after revoke: %s %s; server hits %d", r.Code, r.Error, web.hits.Load())
+	}
+}

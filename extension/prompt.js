@@ -1,5 +1,5 @@
 // Shows one prompt and sends the answer to the service worker. Closing the
-// window without answering leaves the host's timeout to deny.
+// window without answering denies.
 const promptId = new URLSearchParams(location.search).get('id');
 let details = {};
 try {

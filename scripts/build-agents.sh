@@ -2,9 +2,11 @@
 # Builds the example agents (examples/agents/*) for wasip1 into
 # extension/agents/, with their profiles and an index.json the extension
 # reads on install. The built files are not committed.
+# AGENTS_OUT (default extension/agents) puts them elsewhere: the e2e tests
+# build into their own copy of the extension.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=extension/agents
+out=${AGENTS_OUT:-extension/agents}
 mkdir -p "$out"
 entries=()
 for dir in examples/agents/*/; do

@@ -145,3 +145,25 @@ func hashOf(b []byte) []byte {
 	h := sha256.Sum256(b)
 	return h[:]
 }
+
+// AgentModule returns an installed agent and its stored module, ready to
+// run: unknown_agent when there is no such agent, bad_request when it was
+// installed without a module, hash_mismatch when the stored file no longer
+// has the recorded hash.
+func (s *Store) AgentModule(ctx context.Context, agentID string) (AgentRecord, []byte, error) {
+	if err := ValidAgentID(agentID); err != nil {
+		return AgentRecord{}, nil, err
+	}
+	rec, err := s.Agent(ctx, agentID)
+	if err != nil {
+		return AgentRecord{}, nil, err
+	}
+	if rec.ModuleSHA256 == "" {
+		return AgentRecord{}, nil, Errorf(CodeBadRequest, "agent %q was installed without a module", agentID)
+	}
+	module, err := s.ReadModule(ctx, rec.ModuleSHA256)
+	if err != nil {
+		return AgentRecord{}, nil, err
+	}
+	return rec, module, nil
+}

@@ -1,11 +1,12 @@
 package mediator
 
-// schemaSessions adds per-session settings (seed 001). Not yet released: it
-// may change freely until the first release.
+// schemaSessions adds per-session settings (seed 001). settings holds the
+// normalised SessionSettings as JSON, so a later field needs no migration.
 const schemaSessions = `
 CREATE TABLE session_settings (
 	session_id TEXT PRIMARY KEY,
-	settings   TEXT NOT NULL,
-	updated_at INTEGER NOT NULL
+	settings   TEXT NOT NULL,               -- SessionSettings, JSON
+	created_at INTEGER NOT NULL,            -- ms since the epoch
+	updated_at INTEGER NOT NULL             -- ms since the epoch
 ) WITHOUT ROWID;
 `

@@ -36,6 +36,8 @@ Usage:
              [--yes-to OPERATION]... MODULE.wasm
   nmhost prefs list [--agent A] [--json] | nmhost prefs revoke ID
   nmhost audit verify | nmhost audit tail [-n N] [--follow] [--json]
+  nmhost serve [--port N] [--open] [--bind ADDR [--unsafe-bind]]
+                                       the denial-log viewer and session gateway
   nmhost version
 
 Browsers launch it as: nmhost chrome-extension://ID/ (Firefox: nmhost MANIFEST.json ADDON-ID).
@@ -84,6 +86,8 @@ func Main(env Env) int {
 		if err == errAuditBroken {
 			return 1
 		}
+	case "serve":
+		err = runServe(ctx, sub)
 	case "version", "--version":
 		fmt.Fprintf(env.Stdout, "nmhost %s (protocol %d)\n", Version, host.ProtocolVersion)
 	case "help", "-h", "--help":

@@ -34,23 +34,13 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	if err := mediator.ValidAgentID(p.AgentID); err != nil {
-		return nil, err
-	}
 	if len(p.Context) > 0 && (p.Context[0] != '{' || len(p.Context) > 4096) {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "context must be a JSON object of at most 4 KiB")
 	}
 	if _, err := mediator.ParseLevel(p.SessionLevel); err != nil {
 		return nil, err
 	}
-	rec, err := s.opts.Store.Agent(ctx, p.AgentID)
-	if err != nil {
-		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
-	}
-	if rec.ModuleSHA256 == "" {
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "agent %q was installed without a module", p.AgentID)
-	}
-	module, err := s.opts.Store.ReadModule(ctx, rec.ModuleSHA256)
+	rec, module, err := s.opts.Store.AgentModule(ctx, p.AgentID)
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
 	}

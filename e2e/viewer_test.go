@@ -1,9 +1,3 @@
-// Pending: rename to viewer_test.go when `nmhost serve` (issue 6) lands.
-// It was written against the viewer contract in the issue (element ids
-// #denials, #filter-agent, #live-status, #chart, #export-jsonl, #export-csv;
-// the first stdout line http://127.0.0.1:PORT/?token=TOKEN) and fails with
-// "unknown command serve" until then, so it is kept out of the build.
-
 package e2e
 
 import (

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+
+	"github.com/agentgate/nmhost/internal/agentfetch"
+	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/viewer"
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/wasmhost"
+)
+
+// runServe: nmhost serve [--port N] [--bind ADDR [--unsafe-bind]] [--open].
+// The first line on stdout is the viewer's URL with its token; everything
+// else goes to stderr and the log file.
+func runServe(ctx context.Context, env Env) error {
+	var (
+		port       int
+		bind       string
+		unsafeBind bool
+		open       bool
+	)
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.IntVar(&port, "port", 0, "TCP port; 0 picks a free one")
+	fs.StringVar(&bind, "bind", "127.0.0.1", "address to listen on; anything but loopback needs --unsafe-bind")
+	fs.BoolVar(&unsafeBind, "unsafe-bind", false, "allow --bind to a non-loopback address: anyone who can reach it and learns the token can read the log and run agents")
+	fs.BoolVar(&open, "open", false, "open the viewer in the default browser")
+	if err := parseFlags(fs, env); err != nil {
+		return err
+	}
+	if port < 0 || port > 65535 {
+		return fmt.Errorf("--port %d is not a TCP port", port)
+	}
+	addr, err := netip.ParseAddr(bind)
+	if err != nil {
+		return fmt.Errorf("--bind %q is not an IP address (a name could resolve anywhere)", bind)
+	}
+	addr = addr.Unmap()
+	unsafeHost := ""
+	if !addr.IsLoopback() {
+		if !unsafeBind {
+			return fmt.Errorf("--bind %s is not a loopback address; the viewer listens on loopback only unless --unsafe-bind is given", addr)
+		}
+		unsafeHost = addr.String()
+	}
+
+	dir, err := datadir.Resolve(env.Getenv)
+	if err != nil {
+		return err
+	}
+	if err := datadir.Ensure(dir); err != nil {
+		return err
+	}
+	log, closeLog := openLog(dir, env.Stderr)
+	defer closeLog()
+	token, err := viewer.LoadOrCreateToken(dir)
+	if err != nil {
+		return err
+	}
+	store, err := mediator.Open(dir, mediator.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	cfg, err := datadir.LoadConfig(dir)
+	if err != nil {
+		return err
+	}
+	fetcher, err := newFetcher(cfg)
+	if err != nil {
+		return err
+	}
+	// No prompter: the viewer has no one to ask, so operations that need a
+	// confirmation are denied with confirmation_required.
+	policy := mediator.NewPolicy(store, mediator.PolicyOptions{})
+	fetch, err := agentfetch.New(agentfetch.Config{Store: store, Fetcher: fetcher, Authorizer: policy,
+		LogDenial: func(ctx context.Context, d mediator.Denial) {
+			d.Context.Layer = "gateway"
+			_, _ = store.LogDenial(context.WithoutCancel(ctx), d)
+		}})
+	if err != nil {
+		return err
+	}
+	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(dir, "wasm-cache")})
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+
+	srv, err := viewer.New(viewer.Config{
+		Store: store, Token: token, Runtime: rt, Fetch: fetch, Authorizer: policy,
+		UnsafeBindHost: unsafeHost, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr.String(), strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	_, gotPort, _ := net.SplitHostPort(ln.Addr().String())
+	urlHost := addr.String()
+	if addr.Is6() {
+		urlHost = "[" + urlHost + "]"
+	}
+	link := "http://" + urlHost + ":" + gotPort + "/?token=" + token.String()
+	fmt.Fprintln(env.Stdout, link)
+	log.Info("viewer started", "addr", ln.Addr().String(), "dir", dir, "unsafeBind", unsafeHost != "")
+	fmt.Fprintf(env.Stderr, "nmhost serve: the denial log of %s, live at the URL above (the token is also in %s). Ctrl-C stops.\n", dir, filepath.Join(dir, viewer.TokenFile))
+	if open {
+		if err := openBrowser(link); err != nil {
+			log.Warn("could not open a browser; open the URL yourself", "err", err)
+		}
+	}
+	err = srv.Serve(ctx, ln)
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// openBrowser hands the URL to the desktop's opener. The URL is passed as
+// one argument, never through a shell.
+func openBrowser(link string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", link)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", link)
+	default:
+		cmd = exec.Command("xdg-open", link)
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go cmd.Wait()
+	return nil
+}

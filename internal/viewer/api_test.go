@@ -1,0 +1,247 @@
+package viewer
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+func TestSessionSettingsAPI(t *testing.T) {
+	v := newTestViewer(t, nil)
+	tok := v.token.String()
+
+	status, body, _ := v.do("GET", "/api/sessions/chat-001/settings", "", bearer(tok))
+	wantRefusal(t, status, body, http.StatusNotFound, mediator.CodeUnknownSession)
+
+	var got settingsReply
+	v.api("PUT", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"low"}}`, 200, &got)
+	root := filepath.Join(v.dir, "session-workspaces", "chat-001")
+	want := settingsReply{OK: true, SessionID: "chat-001", Settings: mediator.SessionSettings{
+		PermissionLevel: "low", Workspace: mediator.SessionWorkspace{Mode: "session", RootDir: root}}}
+	if got != want {
+		t.Fatalf("PUT = %+v; want %+v", got, want)
+	}
+	got = settingsReply{}
+	v.api("GET", "/api/sessions/chat-001/settings", "", 200, &got)
+	if got != want {
+		t.Fatalf("GET = %+v; want %+v", got, want)
+	}
+	// Default level for a new session.
+	v.api("PUT", "/api/sessions/chat-002/settings", `{"settings":{"workspace":{}}}`, 200, &got)
+	if got.Settings.PermissionLevel != "medium" {
+		t.Fatalf("default level %q", got.Settings.PermissionLevel)
+	}
+
+	bad := []struct {
+		name, path, body string
+		status           int
+		code             mediator.Code
+	}{
+		{"invalid level", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"admin"}}`, 400, mediator.CodeInvalidLevel},
+		{"workspace not object", "/api/sessions/chat-001/settings", `{"settings":{"workspace":"/etc"}}`, 400, mediator.CodeBadRequest},
+		{"workspace elsewhere", "/api/sessions/chat-001/settings", `{"settings":{"workspace":{"root_dir":"/"}}}`, 400, mediator.CodeBadRequest},
+		{"malformed JSON", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"low"`, 400, mediator.CodeBadRequest},
+		{"not JSON", "/api/sessions/chat-001/settings", `permission_level=low`, 400, mediator.CodeBadRequest},
+		{"no settings key", "/api/sessions/chat-001/settings", `{"permission_level":"low"}`, 400, mediator.CodeBadRequest},
+		{"settings null", "/api/sessions/chat-001/settings", `{"settings":null}`, 400, mediator.CodeBadRequest},
+		{"settings array", "/api/sessions/chat-001/settings", `{"settings":[]}`, 400, mediator.CodeBadRequest},
+		{"two objects", "/api/sessions/chat-001/settings", `{"settings":{}}{"settings":{}}`, 400, mediator.CodeBadRequest},
+		{"oversized body", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"low"` + strings.Repeat(" ", MaxBodyBytes) + `}}`, 413, mediator.CodeTooLarge},
+		{"traversal id", "/api/sessions/..%2F..%2Fetc/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
+		{"dot id", "/api/sessions/.hidden/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
+		{"long id", "/api/sessions/" + strings.Repeat("a", 200) + "/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			status, body, _ := v.do("PUT", c.path, c.body, bearer(tok))
+			wantRefusal(t, status, body, c.status, c.code)
+		})
+	}
+	// None of the refusals changed anything.
+	v.api("GET", "/api/sessions/chat-001/settings", "", 200, &got)
+	if got != want {
+		t.Fatalf("after refusals: %+v", got)
+	}
+	status, body, _ = v.do("GET", "/api/sessions/nope/settings", "", bearer(tok))
+	wantRefusal(t, status, body, http.StatusNotFound, mediator.CodeUnknownSession)
+}
+
+// seedDenials writes n denials for each agent, alternating permissions.
+func seedDenials(t *testing.T, s *mediator.Store, n int, agents ...string) {
+	t.Helper()
+	for i := range n {
+		for _, a := range agents {
+			perm, code := "network.fetch", mediator.CodeHostNotAllowed
+			if i%2 == 1 {
+				perm, code = "clipboard.read", mediator.CodePermissionNotGranted
+			}
+			_, err := s.LogDenial(context.Background(), mediator.Denial{AgentID: a, Permission: perm, Code: code,
+				Context: mediator.DenialContext{URL: fmt.Sprintf("https://%s.test/%d", a, i), Reason: "seeded " + a}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestDenialsAPIFiltersAndPages(t *testing.T) {
+	v := newTestViewer(t, nil)
+	seedDenials(t, v.store, 10, "alpha", "beta")
+
+	var p mediator.DenialPage
+	v.api("GET", "/api/denials?agentId=alpha&permission=network.fetch&limit=3", "", 200, &p)
+	if len(p.Denials) != 3 || p.NextBeforeID == 0 {
+		t.Fatalf("page: %d denials, next %d", len(p.Denials), p.NextBeforeID)
+	}
+	for _, d := range p.Denials {
+		if d.AgentID != "alpha" || d.Permission != "network.fetch" {
+			t.Fatalf("filter leaked %+v", d)
+		}
+	}
+	var p2 mediator.DenialPage
+	v.api("GET", fmt.Sprintf("/api/denials?agentId=alpha&permission=network.fetch&limit=3&beforeId=%d", p.NextBeforeID), "", 200, &p2)
+	if len(p2.Denials) != 2 || p2.NextBeforeID != 0 || p2.Denials[0].ID >= p.Denials[2].ID {
+		t.Fatalf("second page: %+v", p2)
+	}
+	v.api("GET", "/api/denials?code=permission_not_granted&limit=1000", "", 200, &p)
+	if len(p.Denials) != 10 {
+		t.Fatalf("by code: %d", len(p.Denials))
+	}
+	// Search is a substring of what the table shows, case-insensitive.
+	v.api("GET", "/api/denials?q=BETA.test/7", "", 200, &p)
+	if len(p.Denials) != 1 || p.Denials[0].Context.URL != "https://beta.test/7" {
+		t.Fatalf("search: %+v", p.Denials)
+	}
+	// Tailing: afterId gives what is newer, oldest first.
+	last := p.Denials[0].ID
+	v.api("GET", fmt.Sprintf("/api/denials?afterId=%d", last), "", 200, &p)
+	if len(p.Denials) == 0 || p.Denials[0].ID != last+1 {
+		t.Fatalf("tail after %d: %+v", last, p.Denials)
+	}
+	// Time range.
+	v.api("GET", "/api/denials?since=4102444800000", "", 200, &p)
+	if len(p.Denials) != 0 {
+		t.Fatalf("since 2100: %d", len(p.Denials))
+	}
+	v.api("GET", "/api/denials?since=2000-01-01T00:00:00Z&until=2100-01-01T00:00:00Z&limit=1000", "", 200, &p)
+	if len(p.Denials) != 20 {
+		t.Fatalf("RFC 3339 range: %d", len(p.Denials))
+	}
+
+	for _, q := range []string{
+		"agentid=alpha",          // misspelt: must not widen to everything
+		"limit=0", "limit=1001", "limit=ten",
+		"since=yesterday", "since=-5", "beforeId=-1", "afterId=x",
+		"agentId=a&agentId=b",
+		"q=" + strings.Repeat("x", 300),
+	} {
+		t.Run(q[:min(len(q), 24)], func(t *testing.T) {
+			status, body, _ := v.do("GET", "/api/denials?"+q, "", bearer(v.token.String()))
+			wantRefusal(t, status, body, http.StatusBadRequest, mediator.CodeBadRequest)
+		})
+	}
+}
+
+func TestExportFollowsTheFilters(t *testing.T) {
+	v := newTestViewer(t, nil)
+	seedDenials(t, v.store, 3, "alpha", "beta")
+	// A hostile agent id and reason meant for a spreadsheet.
+	if _, err := v.store.LogDenial(context.Background(), mediator.Denial{AgentID: "=cmd", Permission: "network.fetch", Code: mediator.CodeHostNotAllowed,
+		Context: mediator.DenialContext{URL: "https://x.test/", Reason: "+SUM(A1)\nline two, \"quoted\""}}); err != nil {
+		t.Fatal(err)
+	}
+
+	status, body, resp := v.do("GET", "/api/denials/export?format=jsonl&agentId=alpha", "", bearer(v.token.String()))
+	if status != 200 || !strings.Contains(resp.Header.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("jsonl: %d %v", status, resp.Header)
+	}
+	lines := strings.Split(strings.TrimSpace(body), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("jsonl lines %d:\n%s", len(lines), body)
+	}
+	for _, l := range lines {
+		var d mediator.Denial
+		if err := json.Unmarshal([]byte(l), &d); err != nil || d.AgentID != "alpha" {
+			t.Fatalf("jsonl line %q: %v", l, err)
+		}
+	}
+
+	status, body, _ = v.do("GET", "/api/denials/export?format=csv", "", bearer(v.token.String()))
+	if status != 200 {
+		t.Fatalf("csv: %d %s", status, body)
+	}
+	recs, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil || len(recs) != 8 {
+		t.Fatalf("csv: %d records, %v\n%s", len(recs), err, body)
+	}
+	hostile := recs[1] // newest first
+	if hostile[2] != "'=cmd" || !strings.HasPrefix(hostile[6], "'+SUM") {
+		t.Errorf("formula cells not defused: %q", hostile)
+	}
+
+	status, body, _ = v.do("GET", "/api/denials/export?format=xml", "", bearer(v.token.String()))
+	wantRefusal(t, status, body, 400, mediator.CodeBadRequest)
+}
+
+func TestExportOfManyPagesIsComplete(t *testing.T) {
+	v := newTestViewer(t, nil)
+	seedDenials(t, v.store, 1201, "alpha")
+	_, body, _ := v.do("GET", "/api/denials/export?format=jsonl", "", bearer(v.token.String()))
+	if n := strings.Count(body, "\n"); n != 1201 {
+		t.Fatalf("export has %d lines; want 1201", n)
+	}
+}
+
+func TestAgentsAndRevoke(t *testing.T) {
+	v := newTestViewer(t, nil)
+	p := mediator.Profile{AgentID: "reader", Permissions: mediator.Permissions{Required: []mediator.Permission{"page.read", "clipboard.write"}}}
+	if _, err := v.store.InstallAgent(context.Background(), p, ""); err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Agents []mediator.AgentRecord }
+	v.api("GET", "/api/agents", "", 200, &list)
+	if len(list.Agents) != 1 || len(list.Agents[0].Grants) != 2 {
+		t.Fatalf("agents: %+v", list)
+	}
+	var rep struct {
+		OK      bool
+		Revoked bool
+		Agent   mediator.AgentRecord
+	}
+	v.api("POST", "/api/agents/reader/revoke", `{"permission":"clipboard.write"}`, 200, &rep)
+	if !rep.Revoked || len(rep.Agent.Grants) != 1 {
+		t.Fatalf("revoke: %+v", rep)
+	}
+	if d := v.store.Check(context.Background(), "reader", "clipboard.write"); d.Allowed || d.Code != mediator.CodePermissionNotGranted {
+		t.Fatalf("after revoke: %+v", d)
+	}
+	tok := v.token.String()
+	for _, c := range []struct {
+		name, method, path, body string
+		status                   int
+		code                     mediator.Code
+	}{
+		{"unknown agent", "POST", "/api/agents/ghost/revoke", `{"permission":"page.read"}`, 404, mediator.CodeUnknownAgent},
+		{"unknown permission", "POST", "/api/agents/reader/revoke", `{"permission":"root"}`, 400, mediator.CodeUnknownPermission},
+		{"malformed", "POST", "/api/agents/reader/revoke", `{"permission":`, 400, mediator.CodeBadRequest},
+		{"extra field", "POST", "/api/agents/reader/revoke", `{"permission":"page.read","all":true}`, 400, mediator.CodeBadRequest},
+		{"oversized", "POST", "/api/agents/reader/revoke", `{"permission":"` + strings.Repeat("a", MaxBodyBytes+1) + `"}`, 413, mediator.CodeTooLarge},
+		{"bad agent id", "GET", "/api/agents/..%2Fx", "", 404, mediator.CodeUnknownAgent},
+		{"no such api", "GET", "/api/nothing", "", 404, mediator.CodeBadRequest},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, body, _ := v.do(c.method, c.path, c.body, bearer(tok))
+			wantRefusal(t, status, body, c.status, c.code)
+		})
+	}
+	if d := v.store.Check(context.Background(), "reader", "page.read"); !d.Allowed {
+		t.Fatalf("a refused revoke revoked: %+v", d)
+	}
+}

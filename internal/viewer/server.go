@@ -1,0 +1,285 @@
+package viewer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentgate/nmhost/internal/agentfetch"
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/wasmhost"
+)
+
+// Config configures a viewer Server. Store and Token are required; every
+// other field has a safe zero value.
+type Config struct {
+	Store *mediator.Store
+	// Token admits requests. The zero Token admits none.
+	Token Token
+
+	// Runtime, Fetch and Authorizer run agents for websocket "run"
+	// messages. A nil Runtime refuses runs (internal_error); a nil
+	// Authorizer is a mediator.Policy with no prompter, so operations that
+	// need confirmation are denied with confirmation_required: the viewer
+	// has no one to ask. A nil Fetch denies every fetch.
+	Runtime    *wasmhost.Runtime
+	Fetch      *agentfetch.Service
+	Authorizer mediator.Authorizer
+
+	// UnsafeBindHost is the address the server listens on when it is not
+	// loopback (nmhost serve --unsafe-bind). Its host:port is then admitted
+	// as a Host header besides the loopback names. Default "": only
+	// 127.0.0.1, localhost and [::1] at the listening port, which is what
+	// defeats DNS rebinding.
+	UnsafeBindHost string
+
+	// PollInterval is how often the live tail looks for denials written by
+	// any process. Default 100ms: well inside the one second a person
+	// expects, and a query of a few microseconds when nothing is new.
+	PollInterval time.Duration
+
+	// ClientQueue bounds the messages waiting for one websocket client.
+	// Default 4096: seconds of a busy log. A client whose queue fills is
+	// disconnected, so one stalled client costs bounded memory and never
+	// slows the others.
+	ClientQueue int
+
+	// WriteTimeout bounds one websocket write. Default 10s.
+	WriteTimeout time.Duration
+
+	// Log receives diagnostics (refused requests, dropped clients). nil
+	// discards them.
+	Log *slog.Logger
+}
+
+// Limits on what a client may send.
+const (
+	// MaxBodyBytes bounds a JSON request body; settings and revokes are
+	// under a kilobyte.
+	MaxBodyBytes = 64 << 10
+	// MaxWSMessageBytes bounds one websocket message from a client, the
+	// run input included.
+	MaxWSMessageBytes = 256 << 10
+	// maxRunsPerClient bounds concurrent runs of one websocket client.
+	maxRunsPerClient = 4
+)
+
+// Server is the viewer's HTTP server. Create it with New, start it with
+// Serve.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	hub  *hub
+	port string // the listening port, set by Serve before any request
+	mux  *http.ServeMux
+
+	runsWG sync.WaitGroup
+}
+
+// New checks cfg and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("viewer: Config.Store is required")
+	}
+	if cfg.Token.s == "" {
+		return nil, errors.New("viewer: Config.Token is required")
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 100 * time.Millisecond
+	}
+	if cfg.ClientQueue <= 0 {
+		cfg.ClientQueue = 4096
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = mediator.NewPolicy(cfg.Store, mediator.PolicyOptions{})
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: log}
+	s.hub = newHub(cfg.Store, cfg.PollInterval, log)
+	s.routes()
+	return s, nil
+}
+
+// Serve answers requests on ln until ctx ends, then shuts down: open
+// websockets are closed and runs are cancelled.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	if err != nil {
+		return fmt.Errorf("viewer: listener address %s: %w", ln.Addr(), err)
+	}
+	s.port = port
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := s.hub.start(ctx); err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		cancel()
+		s.hub.wait()
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer done()
+	err = srv.Shutdown(shutdownCtx)
+	s.hub.wait()
+	s.runsWG.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// ServeHTTP applies, in order, the checks every request passes: security
+// headers, the Host header, the token, then same-origin for anything that
+// changes state. Only then does the request reach a handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+
+	if !s.hostAllowed(r.Host) {
+		s.refuse(w, r, http.StatusForbidden, "the Host header %q is not this viewer's loopback address", clip(r.Host, 64))
+		return
+	}
+	via, ok := s.authenticate(r)
+	if !ok {
+		s.refuse(w, r, http.StatusUnauthorized, "no valid token: open the URL that `nmhost serve` printed")
+		return
+	}
+	if unsafeMethod(r.Method) {
+		if reason := s.crossOrigin(r, via); reason != "" {
+			s.refuse(w, r, http.StatusForbidden, "%s", reason)
+			return
+		}
+	}
+	if via == viaQuery && r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/ws" {
+		// A page visit with the token: move it to a cookie and take it out
+		// of the address bar, the history and any Referer.
+		http.SetCookie(w, &http.Cookie{
+			Name: s.cookieName(), Value: s.cfg.Token.String(), Path: "/",
+			HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		})
+		q := r.URL.Query()
+		q.Del("token")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed is the DNS-rebinding defence: a page on evil.example that
+// rebinds its name to 127.0.0.1 still sends Host: evil.example.
+func (s *Server) hostAllowed(host string) bool {
+	if s.port == "" {
+		return false
+	}
+	h, port, err := net.SplitHostPort(host)
+	if err != nil || port != s.port {
+		return false
+	}
+	switch strings.ToLower(h) {
+	case "127.0.0.1", "localhost", "::1":
+		return true
+	}
+	return s.cfg.UnsafeBindHost != "" && h == s.cfg.UnsafeBindHost
+}
+
+type authVia int
+
+const (
+	viaNone authVia = iota
+	viaHeader
+	viaCookie
+	viaQuery
+)
+
+// cookieName includes the port: cookies ignore ports, and two viewers of
+// two data dirs on one machine must not overwrite each other's token.
+func (s *Server) cookieName() string { return "nmhost_viewer_" + s.port }
+
+// authenticate finds a token in the Authorization header, the cookie or
+// the token query parameter, in that order. A wrong token anywhere refuses
+// the request even if another place holds the right one.
+func (s *Server) authenticate(r *http.Request) (authVia, bool) {
+	if a := r.Header.Get("Authorization"); a != "" {
+		tok, ok := strings.CutPrefix(a, "Bearer ")
+		return viaHeader, ok && s.cfg.Token.Matches(tok)
+	}
+	if q := r.URL.Query(); q.Has("token") {
+		return viaQuery, s.cfg.Token.Matches(q.Get("token"))
+	}
+	if c, err := r.Cookie(s.cookieName()); err == nil {
+		return viaCookie, s.cfg.Token.Matches(c.Value)
+	}
+	return viaNone, false
+}
+
+func unsafeMethod(m string) bool {
+	return m != http.MethodGet && m != http.MethodHead && m != http.MethodOptions
+}
+
+// crossOrigin explains why a state-changing request is refused, or returns
+// "". SameSite cookies do not stop another port of 127.0.0.1 (same site,
+// other origin), so a cookie-borne request must show our own Origin. A
+// Bearer request cannot come from another origin's page without a CORS
+// preflight this server never grants; its Origin, if any, must still match.
+func (s *Server) crossOrigin(r *http.Request, via authVia) string {
+	origin := r.Header.Get("Origin")
+	if origin == "" && via != viaHeader {
+		return "a state-changing request without an Origin header needs Authorization: Bearer"
+	}
+	if origin != "" && origin != "http://"+r.Host {
+		return fmt.Sprintf("cross-origin request from %q", clip(origin, 64))
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return fmt.Sprintf("cross-site request (Sec-Fetch-Site: %s)", clip(site, 32))
+	}
+	return ""
+}
+
+// refuse answers an admission failure with unauthorized and logs it.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, format string, args ...any) {
+	reason := fmt.Sprintf(format, args...)
+	s.log.Warn("viewer request refused", "method", r.Method, "path", clip(r.URL.Path, 128), "remote", r.RemoteAddr, "status", status, "reason", reason)
+	writeError(w, status, mediator.Errorf(mediator.CodeUnauthorized, "%s", reason))
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return strconv.Quote(s)[1 : len(strconv.Quote(s))-1]
+}

@@ -1,0 +1,276 @@
+package viewer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentgate/nmhost/internal/agentfetch"
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/wasmhost"
+	"github.com/gorilla/websocket"
+)
+
+// client is one websocket connection. Everything it is sent goes through
+// its bounded queue to its one writer goroutine; a full queue drops the
+// client, never blocks the sender.
+type client struct {
+	conn  *websocket.Conn
+	queue chan *websocket.PreparedMessage
+	done  chan struct{}
+	once  sync.Once
+	why   string
+}
+
+func (c *client) send(m *websocket.PreparedMessage) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	select {
+	case c.queue <- m:
+		return true
+	default:
+		c.drop(fmt.Sprintf("it fell %d messages behind", cap(c.queue)))
+		return false
+	}
+}
+
+// drop disconnects the client. Closing the connection also unblocks a
+// writer stuck on a client that stopped reading.
+func (c *client) drop(why string) {
+	c.once.Do(func() {
+		c.why = why
+		close(c.done)
+		c.conn.Close()
+	})
+}
+
+func (c *client) sendJSON(v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	m, err := websocket.NewPreparedMessage(websocket.TextMessage, b)
+	if err != nil {
+		return false
+	}
+	return c.send(m)
+}
+
+func (c *client) writeLoop(timeout time.Duration) {
+	ping := time.NewTicker(30 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case m := <-c.queue:
+			c.conn.SetWriteDeadline(time.Now().Add(timeout))
+			if err := c.conn.WritePreparedMessage(m); err != nil {
+				c.drop("write failed: " + err.Error())
+				return
+			}
+		case <-ping.C:
+			if err := c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(timeout)); err != nil {
+				c.drop("ping failed")
+				return
+			}
+		}
+	}
+}
+
+// handleWS upgrades to a websocket. The Origin must be this viewer's own:
+// a websocket is not bound by the same-origin policy, so without this check
+// any page the user visits could read the log through the user's cookie.
+func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
+	up := websocket.Upgrader{
+		ReadBufferSize:  4096,
+		WriteBufferSize: 4096,
+		CheckOrigin: func(r *http.Request) bool {
+			origin := r.Header.Get("Origin")
+			if origin == "" {
+				// Browsers always send Origin on a websocket; only a
+				// non-browser client holding the token in a header omits it.
+				return r.Header.Get("Authorization") != ""
+			}
+			return origin == "http://"+r.Host
+		},
+		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+			code := mediator.CodeBadRequest
+			if status == http.StatusForbidden {
+				code = mediator.CodeUnauthorized
+				s.log.Warn("viewer websocket refused", "origin", clip(r.Header.Get("Origin"), 64), "remote", r.RemoteAddr)
+			}
+			writeError(w, status, mediator.Errorf(code, "websocket: %v", reason))
+		},
+	}
+	conn, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return // Upgrade answered already
+	}
+	conn.SetReadLimit(MaxWSMessageBytes)
+	c := &client{conn: conn, queue: make(chan *websocket.PreparedMessage, s.cfg.ClientQueue), done: make(chan struct{})}
+	s.hub.join(c)
+	defer func() {
+		s.hub.leave(c)
+		c.drop("closed")
+		if c.why != "closed" {
+			s.log.Warn("viewer websocket client dropped", "remote", r.RemoteAddr, "why", c.why)
+		}
+	}()
+	go c.writeLoop(s.cfg.WriteTimeout)
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel() // a run outlives no connection
+	runs := make(chan struct{}, maxRunsPerClient)
+	for {
+		_, data, err := conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		var msg wsMessage
+		if err := json.Unmarshal(data, &msg); err != nil {
+			c.sendJSON(wsError{Type: "error", Code: mediator.CodeBadRequest, Error: "malformed JSON message: " + err.Error()})
+			continue
+		}
+		switch msg.Type {
+		case "run":
+			select {
+			case runs <- struct{}{}:
+			default:
+				c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeTooLarge,
+					Error: fmt.Sprintf("at most %d runs at once per connection", maxRunsPerClient)})
+				continue
+			}
+			s.runsWG.Add(1)
+			go func() {
+				defer s.runsWG.Done()
+				defer func() { <-runs }()
+				s.run(ctx, c, msg)
+			}()
+		case "ping":
+			c.sendJSON(map[string]string{"type": "pong"})
+		default:
+			c.sendJSON(wsError{Type: "error", Code: mediator.CodeUnknownType, Error: fmt.Sprintf("unknown message type %q", clip(msg.Type, 32))})
+		}
+	}
+}
+
+// wsMessage is a client message. "run" is seed 001's message; run_id is
+// optional and echoed so a client can tell concurrent runs apart.
+type wsMessage struct {
+	Type            string `json:"type"`
+	RunID           string `json:"run_id,omitempty"`
+	SessionID       string `json:"session_id"`
+	AgentID         string `json:"agent_id"`
+	PermissionLevel string `json:"permission_level"`
+	Input           string `json:"input"`
+}
+
+type wsError struct {
+	Type      string        `json:"type"` // "error"
+	RunID     string        `json:"run_id,omitempty"`
+	SessionID string        `json:"session_id,omitempty"`
+	Code      mediator.Code `json:"code"`
+	Error     string        `json:"error"`
+}
+
+// runEvent is one streamed message of a run: "output", "denial" or
+// "result".
+type runEvent struct {
+	Type      string           `json:"type"`
+	RunID     string           `json:"run_id,omitempty"`
+	SessionID string           `json:"session_id"`
+	AgentID   string           `json:"agent_id"`
+	Text      string           `json:"text,omitempty"`
+	Denial    *mediator.Denial `json:"denial,omitempty"`
+	Result    *wasmhost.Result `json:"result,omitempty"`
+}
+
+// run runs msg's agent in its session's context: the session must exist,
+// and its stored level applies unless the message asks for a lower one. A
+// message cannot raise the level: that takes a settings PUT, which is the
+// user's decision, not a run's.
+func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
+	fail := func(err error) {
+		c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeOf(err), Error: err.Error()})
+	}
+	level, err := s.runLevel(ctx, msg)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if s.cfg.Runtime == nil {
+		fail(mediator.Errorf(mediator.CodeInternal, "this viewer has no WebAssembly runtime"))
+		return
+	}
+	rec, module, err := s.cfg.Store.AgentModule(ctx, msg.AgentID)
+	if err != nil {
+		fail(fmt.Errorf("agent[%s] session[%s]: %w", msg.AgentID, msg.SessionID, err))
+		return
+	}
+	logDenial := func(ctx context.Context, d mediator.Denial) {
+		if d.Context.Layer == "" {
+			d.Context.Layer = "gateway"
+		}
+		if d.Context.Details == nil {
+			d.Context.Details = map[string]string{}
+		}
+		d.Context.Details["session"] = msg.SessionID
+		if _, err := s.cfg.Store.LogDenial(context.WithoutCancel(ctx), d); err != nil {
+			s.log.Error("recording a denial failed", "agent", d.AgentID, "err", err)
+		}
+	}
+	ev := func(e runEvent) runEvent {
+		e.RunID, e.SessionID, e.AgentID = msg.RunID, msg.SessionID, msg.AgentID
+		return e
+	}
+	res, err := s.cfg.Runtime.Run(ctx, wasmhost.RunSpec{
+		Agent: rec, Module: module, Input: []byte(msg.Input), SessionLevel: level,
+		Authorizer: s.cfg.Authorizer, LogDenial: logDenial,
+		Fetch: func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {
+			if s.cfg.Fetch == nil {
+				return nil, mediator.Errorf(mediator.CodeNetworkDisabled, "this viewer makes no fetches")
+			}
+			return s.cfg.Fetch.Fetch(ctx, agentfetch.Request{AgentID: msg.AgentID, SessionLevel: level, Request: r})
+		},
+		Events: func(e wasmhost.Event) {
+			if e.Kind == "denial" {
+				c.sendJSON(ev(runEvent{Type: "denial", Denial: e.Denial}))
+				return
+			}
+			c.sendJSON(ev(runEvent{Type: "output", Text: e.Text}))
+		},
+	})
+	if err != nil {
+		fail(fmt.Errorf("agent[%s] session[%s]: %w", msg.AgentID, msg.SessionID, err))
+		return
+	}
+	c.sendJSON(ev(runEvent{Type: "result", Result: &res}))
+}
+
+var levelRank = map[string]int{mediator.LevelLow: 0, mediator.LevelMedium: 1, mediator.LevelHigh: 2}
+
+func (s *Server) runLevel(ctx context.Context, msg wsMessage) (string, error) {
+	set, err := s.cfg.Store.SessionSettings(ctx, msg.SessionID)
+	if err != nil {
+		return "", err
+	}
+	if msg.PermissionLevel == "" {
+		return set.PermissionLevel, nil
+	}
+	asked, err := mediator.ParseLevel(msg.PermissionLevel)
+	if err != nil {
+		return "", err
+	}
+	if levelRank[asked] > levelRank[set.PermissionLevel] {
+		return "", mediator.Errorf(mediator.CodeSessionLevel, "session %q is at level %s; a run may lower it but not raise it to %s (PUT the settings to change it)", msg.SessionID, set.PermissionLevel, asked)
+	}
+	return asked, nil
+}

@@ -1,0 +1,353 @@
+package viewer
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentgate/nmhost/internal/agentfetch"
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/wasmhost"
+	"github.com/gorilla/websocket"
+)
+
+func TestWebsocketRefusesOtherOrigins(t *testing.T) {
+	v := newTestViewer(t, nil)
+	tok := v.token.String()
+	_, port, _ := strings.Cut(v.host, ":")
+	for _, c := range []struct {
+		name   string
+		origin string
+		auth   string // "cookie", "bearer" or ""
+		status int
+	}{
+		{"other site", "http://evil.example", "cookie", 403},
+		{"other port", "http://127.0.0.1:1", "cookie", 403},
+		{"localhost alias of our port", "http://localhost:" + port, "cookie", 403}, // Host says 127.0.0.1
+		{"https", "https://127.0.0.1:" + port, "cookie", 403},
+		{"null", "null", "cookie", 403},
+		{"no origin with cookie", "", "cookie", 403},
+		{"bearer but cross-origin", "http://evil.example", "bearer", 403},
+		{"no token", "http://" + v.host, "", 401},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := http.Header{}
+			if c.origin != "" {
+				h.Set("Origin", c.origin)
+			}
+			switch c.auth {
+			case "cookie":
+				h.Set("Cookie", v.cookieName()+"="+tok)
+			case "bearer":
+				h.Set("Authorization", "Bearer "+tok)
+			}
+			conn, resp, err := v.dialWS(h)
+			if err == nil {
+				conn.Close()
+				t.Fatal("the websocket was accepted")
+			}
+			if resp == nil || resp.StatusCode != c.status {
+				t.Fatalf("refusal %v; want status %d", resp, c.status)
+			}
+		})
+	}
+	t.Run("a program with a bearer token and no origin", func(t *testing.T) {
+		h := http.Header{}
+		h.Set("Authorization", "Bearer "+tok)
+		conn, _, err := v.dialWS(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		readWS(t, conn, "hello", 5*time.Second)
+	})
+}
+
+func TestLiveTailSeesOtherProcessesDenials(t *testing.T) {
+	v := newTestViewer(t, nil)
+	seedDenials(t, v.store, 1, "before")
+	c := v.browserWS()
+	hello := readWS(t, c, "hello", 5*time.Second)
+	// Another host process: its own handle on the same files.
+	other, err := mediator.Open(v.dir, mediator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	written := time.Now()
+	d, err := other.LogDenial(context.Background(), mediator.Denial{AgentID: "elsewhere", Permission: "network.fetch", Code: mediator.CodeHostNotAllowed,
+		Context: mediator.DenialContext{URL: "https://x.test/", Reason: "r"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastID := int64(hello["lastId"].(float64))
+	for {
+		m := readWS(t, c, "denial", 2*time.Second)
+		got := m["denial"].(map[string]any)
+		if id := int64(got["id"].(float64)); id <= lastID {
+			t.Fatalf("hello said everything up to %d is in the store, then sent %d", lastID, id)
+		}
+		if got["agentId"] == "elsewhere" {
+			if int64(got["id"].(float64)) != d.ID {
+				t.Fatalf("got %v; want id %d", got, d.ID)
+			}
+			break
+		}
+	}
+	t.Logf("a denial from another handle arrived after %v", time.Since(written).Round(time.Millisecond))
+}
+
+func TestMalformedWebsocketMessages(t *testing.T) {
+	v := newTestViewer(t, nil)
+	c := v.browserWS()
+	readWS(t, c, "hello", 5*time.Second)
+	for _, c2 := range []struct{ msg, code string }{
+		{`{"type":`, "bad_request"},
+		{`[1,2]`, "bad_request"},
+		{`{"type":"shutdown"}`, "unknown_type"},
+		{`{"type":"run","session_id":"nope","agent_id":"a"}`, "unknown_session"},
+		{`{"type":"run","session_id":"../../etc","agent_id":"a"}`, "unknown_session"},
+	} {
+		if err := c.WriteMessage(websocket.TextMessage, []byte(c2.msg)); err != nil {
+			t.Fatal(err)
+		}
+		m := readWS(t, c, "error", 5*time.Second)
+		if m["code"] != c2.code {
+			t.Errorf("%s: %v; want code %s", c2.msg, m, c2.code)
+		}
+	}
+	// An oversized message closes the connection.
+	big := `{"type":"run","input":"` + strings.Repeat("x", MaxWSMessageBytes) + `"}`
+	c.WriteMessage(websocket.TextMessage, []byte(big))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			if ce, ok := err.(*websocket.CloseError); ok && ce.Code != websocket.CloseMessageTooBig {
+				t.Errorf("closed with %v; want 1009 (message too big)", ce)
+			}
+			break
+		}
+	}
+}
+
+// TestNonReadingClientIsDroppedOthersKeepUp: a client that never reads
+// fills its socket and then its queue; the server drops it while a client
+// that reads receives every denial.
+func TestNonReadingClientIsDroppedOthersKeepUp(t *testing.T) {
+	v := newTestViewer(t, func(c *Config) { c.ClientQueue = 1024; c.WriteTimeout = 2 * time.Second })
+	// The stalled client: a raw TCP connection that completes the upgrade
+	// and never reads again, with the smallest receive buffer the OS allows.
+	raw, err := net.Dial("tcp", v.host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.(*net.TCPConn).SetReadBuffer(1024)
+	fmt.Fprintf(raw, "GET /ws HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\nCookie: %s=%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+		v.host, v.base, v.cookieName(), v.token.String())
+	good := v.browserWS()
+	readWS(t, good, "hello", 5*time.Second)
+	waitUntil(t, 5*time.Second, func() bool { return v.srv.hub.count() == 2 })
+
+	const n = 3000
+	// About 8 KiB each, so the stalled socket's buffers fill fast.
+	details := map[string]string{}
+	for i := range 15 {
+		details[fmt.Sprint("k", i)] = strings.Repeat("x", 500)
+	}
+	received := make(chan int, 1)
+	go func() {
+		seen := 0
+		good.SetReadDeadline(time.Now().Add(60 * time.Second))
+		for seen < n {
+			var m map[string]any
+			if err := good.ReadJSON(&m); err != nil {
+				break
+			}
+			if m["type"] == "denial" {
+				seen++
+			}
+		}
+		received <- seen
+	}()
+	for i := range n {
+		if _, err := v.store.LogDenial(context.Background(), mediator.Denial{AgentID: "flood", Permission: "network.fetch",
+			Code: mediator.CodeHostNotAllowed, Context: mediator.DenialContext{Reason: "flood", Details: details, URL: fmt.Sprintf("https://f.test/%d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := <-received; got != n {
+		t.Fatalf("the reading client got %d of %d denials", got, n)
+	}
+	waitUntil(t, 10*time.Second, func() bool { return v.srv.hub.count() == 1 })
+}
+
+func waitUntil(t *testing.T, d time.Duration, ok func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(end) {
+			t.Fatalf("condition not met within %v", d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// probeModule builds wasmhost's test agent once.
+var probeModule = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "viewer-probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "probe.wasm")
+	cmd := exec.Command("go", "build", "-o", out, "../../wasmhost/testdata/probe")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the probe agent: %v\n%s", err, b)
+	}
+	return os.ReadFile(out)
+})
+
+type fakeResolver map[string][]netip.Addr
+
+func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := f[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host (test resolver)", Name: host, IsNotFound: true}
+}
+
+// TestRunInSessionContext runs a real agent over the websocket in sessions
+// of each level. The agent POSTs to an allowed name that resolves to the
+// canary on loopback: low refuses by level, medium needs a confirmation no
+// one can give, high passes the policy and the address check stops it. The
+// canary proves nothing reached it.
+func TestRunInSessionContext(t *testing.T) {
+	module, err := probeModule()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int64
+	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer canary.Close()
+	_, port, _ := net.SplitHostPort(canary.Listener.Addr().String())
+
+	rt, err := wasmhost.New(context.Background(), wasmhost.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	v := newTestViewer(t, func(c *Config) {
+		fetcher := netproxy.New(netproxy.Config{Resolver: fakeResolver{"rebind.test": {netip.MustParseAddr("127.0.0.1")}}})
+		policy := mediator.NewPolicy(c.Store, mediator.PolicyOptions{})
+		fetch, err := agentfetch.New(agentfetch.Config{Store: c.Store, Fetcher: fetcher, Authorizer: policy,
+			LogDenial: func(ctx context.Context, d mediator.Denial) { c.Store.LogDenial(ctx, d) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Runtime, c.Fetch, c.Authorizer = rt, fetch, policy
+	})
+	sha, err := v.store.PutModule(context.Background(), module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := mediator.Profile{AgentID: "probe",
+		Permissions:  mediator.Permissions{Required: mediator.KnownPermissions},
+		Capabilities: mediator.Capabilities{NetworkAccess: true, AllowedHosts: []string{"rebind.test"}}}
+	if _, err := v.store.InstallAgent(context.Background(), prof, sha); err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range []string{"low", "medium", "high"} {
+		v.api("PUT", "/api/sessions/s-"+level+"/settings", `{"settings":{"permission_level":"`+level+`"}}`, 200, nil)
+	}
+	c := v.browserWS()
+	readWS(t, c, "hello", 5*time.Second)
+	input := "print hello\npost http://rebind.test:" + port + "/"
+
+	for _, tc := range []struct{ session, ask, want string }{
+		{"s-low", "", "session_level"},
+		{"s-medium", "", "confirmation_required"},
+		{"s-high", "", "private_address"},
+		{"s-high", "low", "session_level"}, // a run may lower its session's level
+	} {
+		t.Run(tc.session+"/"+tc.ask, func(t *testing.T) {
+			runID := tc.session + tc.ask
+			if err := c.WriteJSON(map[string]string{"type": "run", "run_id": runID, "session_id": tc.session, "agent_id": "probe",
+				"permission_level": tc.ask, "input": input}); err != nil {
+				t.Fatal(err)
+			}
+			var sawOutput, sawDenial bool
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			for {
+				var m struct {
+					Type, RunID, SessionID string
+					Text                   string
+					Denial                 *mediator.Denial
+					Result                 *wasmhost.Result
+					Code, Error            string
+				}
+				var raw map[string]any
+				if err := c.ReadJSON(&raw); err != nil {
+					t.Fatal(err)
+				}
+				m.Type, _ = raw["type"].(string)
+				if m.Type == "denial" && raw["run_id"] == nil {
+					continue // the live tail
+				}
+				if raw["run_id"] != runID || raw["session_id"] != tc.session {
+					t.Fatalf("message of another run: %v", raw)
+				}
+				switch m.Type {
+				case "output":
+					sawOutput = sawOutput || strings.Contains(raw["text"].(string), "hello")
+				case "denial":
+					d := raw["denial"].(map[string]any)
+					if d["code"] != tc.want {
+						t.Fatalf("denial %v; want code %s", d, tc.want)
+					}
+					sawDenial = true
+				case "result":
+					if !sawOutput || !sawDenial {
+						t.Fatalf("result before output (%v) and denial (%v): %v", sawOutput, sawDenial, raw)
+					}
+					return
+				case "error":
+					t.Fatalf("run failed: %v", raw)
+				}
+			}
+		})
+	}
+	// The denials are in the log, tagged with their session.
+	p, err := v.store.ListDenials(context.Background(), mediator.DenialFilter{AgentID: "probe"})
+	if err != nil || len(p.Denials) != 4 {
+		t.Fatalf("logged denials: %d %v", len(p.Denials), err)
+	}
+
+	for _, tc := range []struct{ msg, code string }{
+		{`{"type":"run","session_id":"s-medium","agent_id":"probe","permission_level":"high"}`, "session_level"},
+		{`{"type":"run","session_id":"s-medium","agent_id":"probe","permission_level":"root"}`, "invalid_level"},
+		{`{"type":"run","session_id":"s-medium","agent_id":"ghost"}`, "unknown_agent"},
+		{`{"type":"run","session_id":"ghost","agent_id":"probe"}`, "unknown_session"},
+	} {
+		c.WriteMessage(websocket.TextMessage, []byte(tc.msg))
+		if m := readWS(t, c, "error", 10*time.Second); m["code"] != tc.code {
+			t.Errorf("%s: %v; want %s", tc.msg, m, tc.code)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("the canary was hit %d times", hits.Load())
+	}
+}

@@ -91,10 +91,10 @@ func TestForeignHostHeadersAreRefused(t *testing.T) {
 	v := newTestViewer(t, nil)
 	_, port, _ := strings.Cut(v.host, ":")
 	for _, h := range []string{
-		"evil.example:" + port,     // DNS rebinding: the page's own name
-		"evil.example",             // no port
-		"127.0.0.1",                // no port
-		"127.0.0.1:1",              // another port
+		"evil.example:" + port, // DNS rebinding: the page's own name
+		"evil.example",         // no port
+		"127.0.0.1",            // no port
+		"127.0.0.1:1",          // another port
 		"localhost.evil.example:" + port,
 		"127.0.0.1.nip.io:" + port,
 		"10.0.0.1:" + port,

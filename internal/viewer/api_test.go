@@ -136,7 +136,7 @@ func TestDenialsAPIFiltersAndPages(t *testing.T) {
 	}
 
 	for _, q := range []string{
-		"agentid=alpha",          // misspelt: must not widen to everything
+		"agentid=alpha", // misspelt: must not widen to everything
 		"limit=0", "limit=1001", "limit=ten",
 		"since=yesterday", "since=-5", "beforeId=-1", "afterId=x",
 		"agentId=a&agentId=b",

@@ -78,7 +78,7 @@ func bearer(tok string) reqOpt {
 func cookie(name, val string) reqOpt {
 	return func(r *http.Request) { r.AddCookie(&http.Cookie{Name: name, Value: val}) }
 }
-func header(k, v string) reqOpt { return func(r *http.Request) { r.Header.Set(k, v) } }
+func header(k, v string) reqOpt  { return func(r *http.Request) { r.Header.Set(k, v) } }
 func hostHeader(h string) reqOpt { return func(r *http.Request) { r.Host = h } }
 
 // do sends a request and returns the status, the body and the response.

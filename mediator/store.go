@@ -33,10 +33,23 @@ var schemaVersion = len(migrations)
 // BEGIN IMMEDIATE transaction, so a crash mid-migration leaves the old schema.
 // Only append: a released database may be at any earlier version.
 var migrations = []string{
-	schemaCore,     // 0 -> 1: agents, grants, denials (this file)
-	schemaPolicy,   // 1 -> 2: preferences and the audit chain (schema_policy.go)
-	schemaSessions, // 2 -> 3: session settings (schema_sessions.go)
+	schemaCore,      // 0 -> 1: agents, grants, denials (this file)
+	schemaPolicy,    // 1 -> 2: preferences and the audit chain (schema_policy.go)
+	schemaSessions,  // 2 -> 3: session settings (schema_sessions.go)
+	denialTimeOrder, // 3 -> 4: denial timestamps that never decrease with ids
 }
+
+// denialTimeOrder makes every denial's timestamp at least its
+// predecessor's, as LogDenial keeps it from then on. With time order equal
+// to id order, a time range is an id range and every filtered page is an
+// index walk (ListDenials). Records written by a process whose clock lags
+// another's, or across a clock step back, take their predecessor's time:
+// off by that lag, never out of order.
+const denialTimeOrder = `
+UPDATE denials SET ts = m.mts
+FROM (SELECT id, max(ts) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS mts FROM denials) AS m
+WHERE denials.id = m.id AND denials.ts < m.mts;
+`
 
 // schemaCore is the first schema.
 const schemaCore = `
@@ -137,9 +150,6 @@ type Store struct {
 	// handler (which sleeps 1..100 ms between retries) keeps writes from one
 	// process prompt and leaves the busy timeout for other processes.
 	wmu sync.Mutex
-
-	// forceTimePlan, when non-zero, overrides timePlan's choice (tests).
-	forceTimePlan timeQueryPlan
 }
 
 // Open opens (creating if needed) the store in dir: dir/nmhost.db and
@@ -689,7 +699,9 @@ func (s *Store) Check(ctx context.Context, agentID string, perm Permission) Deci
 
 // LogDenial appends d to the denial log and returns it with its ID. The
 // record is on disk (fsynced) when LogDenial returns without error. It
-// fills Timestamp when zero, records an empty Code as internal_error, and
+// fills Timestamp when zero, raises it to the previous record's when it is
+// earlier (the log's time order is its write order; see denialTimeOrder),
+// records an empty Code as internal_error, and
 // truncates oversized fields (see the MaxDenial* bounds) instead of
 // rejecting them: a denial must always be recorded.
 func (s *Store) LogDenial(ctx context.Context, d Denial) (Denial, error) {
@@ -702,13 +714,11 @@ func (s *Store) LogDenial(ctx context.Context, d Denial) (Denial, error) {
 		return Denial{}, storeErr("encode denial context", err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO denials (agent_id, permission, ts, code, context) VALUES (?, ?, ?, ?, ?)`,
-			d.AgentID, d.Permission, d.Timestamp, string(d.Code), string(ctxJSON))
-		if err != nil {
-			return err
-		}
-		d.ID, err = res.LastInsertId()
-		return err
+		// The log's time never runs backwards (see denialTimeOrder): a
+		// record is stamped no earlier than the one written before it.
+		return tx.QueryRowContext(ctx, `INSERT INTO denials (agent_id, permission, ts, code, context)
+			VALUES (?, ?, max(?, coalesce((SELECT ts FROM denials ORDER BY id DESC LIMIT 1), 0)), ?, ?) RETURNING id, ts`,
+			d.AgentID, d.Permission, d.Timestamp, string(d.Code), string(ctxJSON)).Scan(&d.ID, &d.Timestamp)
 	})
 	if err != nil {
 		return Denial{}, fmt.Errorf("denial[agent %s, %s]: %w", d.AgentID, d.Code, err)
@@ -809,13 +819,26 @@ func (s *Store) ListDenials(ctx context.Context, f DenialFilter) (DenialPage, er
 		where = append(where, col+" = ?")
 		args = append(args, c.v)
 	}
-	if f.Since > 0 {
-		where = append(where, "ts >= ?")
-		args = append(args, f.Since)
-	}
-	if f.Until > 0 {
-		where = append(where, "ts < ?")
-		args = append(args, f.Until)
+	// A time range is an id range, because timestamps never decrease
+	// with ids (denialTimeOrder): two index probes find its ends, and the
+	// walk below stays a keyset walk on id whatever else is filtered. The
+	// ts tests stay in the query (unindexed, +ts) as a guard.
+	if f.Since > 0 || f.Until > 0 {
+		lo, hi, empty, err := s.timeRangeIDs(ctx, f.Since, f.Until)
+		if err != nil {
+			return DenialPage{}, err
+		}
+		if empty {
+			return DenialPage{Denials: []Denial{}}, nil
+		}
+		if lo > 0 {
+			where = append(where, "id >= ?", "+ts >= ?")
+			args = append(args, lo, f.Since)
+		}
+		if hi > 0 {
+			where = append(where, "id <= ?", "+ts < ?")
+			args = append(args, hi, f.Until)
+		}
 	}
 	if f.BeforeID > 0 {
 		where = append(where, "id < ?")
@@ -837,24 +860,6 @@ func (s *Store) ListDenials(ctx context.Context, f DenialFilter) (DenialPage, er
 	// One extra row tells whether another page exists without a count.
 	args = append(args, limit+1)
 	q := `SELECT id, agent_id, permission, ts, code, context FROM denials` + cond + order + ` LIMIT ?`
-	if (f.Since > 0 || f.Until > 0) && f.AgentID == "" && f.Permission == "" && f.Code == "" {
-		// A time range alone: no index yields the range in id order, so
-		// pick the cheaper of two exact plans (see timePlan).
-		plan, err := s.timePlan(ctx, f, ascending)
-		if err != nil {
-			return DenialPage{}, err
-		}
-		switch plan {
-		case planEmpty:
-			return DenialPage{Denials: []Denial{}}, nil
-		case planRowid:
-			q = `SELECT id, agent_id, permission, ts, code, context FROM denials NOT INDEXED` + cond + order + ` LIMIT ?`
-		case planTimeIndex:
-			q = `SELECT id, agent_id, permission, ts, code, context FROM denials WHERE id IN (
-	SELECT id FROM denials INDEXED BY denials_ts` + cond + order + ` LIMIT ?)` + order
-		}
-	}
-
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return DenialPage{}, storeErr("list denials", err)
@@ -887,72 +892,27 @@ func (s *Store) ListDenials(ctx context.Context, f DenialFilter) (DenialPage, er
 	return page, nil
 }
 
-type timeQueryPlan int
-
-const (
-	planAuto      timeQueryPlan = iota // let timePlan choose
-	planEmpty                          // no record lies in the time range
-	planRowid                          // walk ids from the cursor, test ts on each row
-	planTimeIndex                      // collect the range's ids from the ts index, keep the top page
-)
-
-// timePlan chooses how to page through a time range. Both plans are exact;
-// they differ in cost. Walking ids costs a row read for every record
-// between the cursor and the range; the ts index costs an index entry (and
-// a top-N sort) for every record inside the range. Three O(log n) probes
-// estimate both, assuming (as LogDenial's clock makes nearly true) that
-// timestamps grow with ids; when they do not, the estimate is off but the
-// answer is still exact.
-func (s *Store) timePlan(ctx context.Context, f DenialFilter, ascending bool) (timeQueryPlan, error) {
-	if s.forceTimePlan != planAuto {
-		return s.forceTimePlan, nil
-	}
-	var lo, hi sql.NullInt64 // ids of the first and last record of the range, by ts
-	if err := s.db.QueryRowContext(ctx, `SELECT max(id) FROM denials`).Scan(&hi); err != nil {
-		return 0, storeErr("plan denial query", err)
-	}
-	if !hi.Valid {
-		return planEmpty, nil
-	}
-	top := hi.Int64
-	lo.Int64 = 0
-	if f.Since > 0 {
-		err := s.db.QueryRowContext(ctx, `SELECT id FROM denials WHERE ts >= ? ORDER BY ts ASC LIMIT 1`, f.Since).Scan(&lo.Int64)
+// timeRangeIDs turns a time range into the ids of its first and last
+// records (0 for an open end), or reports it empty. Each end is one probe of
+// the ts index.
+func (s *Store) timeRangeIDs(ctx context.Context, since, until int64) (lo, hi int64, empty bool, err error) {
+	if since > 0 {
+		err = s.db.QueryRowContext(ctx, `SELECT id FROM denials WHERE ts >= ? ORDER BY ts ASC, id ASC LIMIT 1`, since).Scan(&lo)
 		if errors.Is(err, sql.ErrNoRows) {
-			return planEmpty, nil
+			return 0, 0, true, nil
 		}
 		if err != nil {
-			return 0, storeErr("plan denial query", err)
+			return 0, 0, false, storeErr("list denials", err)
 		}
 	}
-	if f.Until > 0 {
-		err := s.db.QueryRowContext(ctx, `SELECT id FROM denials WHERE ts < ? ORDER BY ts DESC LIMIT 1`, f.Until).Scan(&hi.Int64)
+	if until > 0 {
+		err = s.db.QueryRowContext(ctx, `SELECT id FROM denials WHERE ts < ? ORDER BY ts DESC, id DESC LIMIT 1`, until).Scan(&hi)
 		if errors.Is(err, sql.ErrNoRows) {
-			return planEmpty, nil
+			return 0, 0, true, nil
 		}
 		if err != nil {
-			return 0, storeErr("plan denial query", err)
+			return 0, 0, false, storeErr("list denials", err)
 		}
 	}
-	// Records the id walk must skip before reaching the range, and records
-	// inside the range, as far as the cursor leaves them.
-	var skip, inside int64
-	if ascending {
-		start := max(f.AfterID, 0)
-		skip = max(lo.Int64-start, 0)
-		inside = max(hi.Int64-max(lo.Int64, start), 0)
-	} else {
-		start := top
-		if f.BeforeID > 0 {
-			start = min(f.BeforeID-1, top)
-		}
-		skip = max(start-hi.Int64, 0)
-		inside = max(min(hi.Int64, start)-lo.Int64, 0)
-	}
-	// Measured: a row read costs about half an index entry plus its share
-	// of the sort, so the walk wins while it skips under twice the range.
-	if skip < 2*inside+1000 {
-		return planRowid, nil
-	}
-	return planTimeIndex, nil
+	return lo, hi, since > 0 && until > 0 && lo > hi, nil
 }

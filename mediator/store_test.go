@@ -508,9 +508,17 @@ func TestLogDenialBoundsAndDefaults(t *testing.T) {
 	}
 
 	t.Run("given timestamp and code kept", func(t *testing.T) {
-		d, err := s.LogDenial(ctx, Denial{AgentID: "x", Timestamp: 42, Code: CodeHostNotAllowed, Context: DenialContext{Reason: "r"}})
-		if err != nil || d.Timestamp != 42 || d.Code != CodeHostNotAllowed || d.ID <= out.ID {
+		later := got.Timestamp + 5000
+		d, err := s.LogDenial(ctx, Denial{AgentID: "x", Timestamp: later, Code: CodeHostNotAllowed, Context: DenialContext{Reason: "r"}})
+		if err != nil || d.Timestamp != later || d.Code != CodeHostNotAllowed || d.ID <= out.ID {
 			t.Fatalf("LogDenial = %+v, %v", d, err)
+		}
+	})
+	t.Run("a timestamp before the previous record's is raised to it", func(t *testing.T) {
+		prev, _ := s.ListDenials(ctx, DenialFilter{Limit: 1})
+		d, err := s.LogDenial(ctx, Denial{AgentID: "x", Timestamp: 42, Code: CodeHostNotAllowed})
+		if err != nil || d.Timestamp != prev.Denials[0].Timestamp {
+			t.Fatalf("LogDenial = %+v, %v; want time %d", d, err, prev.Denials[0].Timestamp)
 		}
 	})
 	t.Run("few details kept whole", func(t *testing.T) {
@@ -719,78 +727,113 @@ func TestListDenialsPaging(t *testing.T) {
 	})
 }
 
-// TestListDenialsTimePlansExact checks that both time-range plans return
-// exactly the reference answer, also when timestamps do not grow with ids
-// (caller-supplied, clock steps), where timePlan's estimates are wrong.
-func TestListDenialsTimePlansExact(t *testing.T) {
+// TestListDenialsTimeRangeExact checks that time ranges page exactly, also
+// when callers supply timestamps that run backwards: LogDenial keeps the
+// log's time order equal to its id order, and the answer must match a
+// reference computed from the stored times.
+func TestListDenialsTimeRangeExact(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, t.TempDir())
 	const n = 600
-	ts := make([]int64, n)
-	tx, err := s.db.Begin()
+	for i := range n {
+		ts := int64(10_000 + i*10)
+		if i%3 == 0 {
+			ts = int64(10_000 + (n-i)*10) // a third run backwards
+		}
+		d, err := s.LogDenial(ctx, Denial{AgentID: "a", Permission: "page.read", Code: CodeTimeout, Timestamp: ts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Timestamp < ts {
+			t.Fatalf("record %d stored at %d, before its own time %d", i, d.Timestamp, ts)
+		}
+	}
+	stored := storedTimes(t, s)
+	for i := 1; i < len(stored); i++ {
+		if stored[i] < stored[i-1] {
+			t.Fatalf("record %d has time %d, before its predecessor's %d", i+1, stored[i], stored[i-1])
+		}
+	}
+	ranges := []struct{ since, until int64 }{{0, 12_000}, {11_000, 0}, {11_000, 13_000}, {10_000, 16_000}, {15_990, 16_010}, {99_999, 0}, {0, 5}, {13_000, 11_000}}
+	for _, r := range ranges {
+		for _, asc := range []bool{false, true} {
+			t.Run(fmt.Sprintf("since=%d/until=%d/asc=%v", r.since, r.until, asc), func(t *testing.T) {
+				var want, got []int64
+				for i, ts := range stored {
+					if (r.since == 0 || ts >= r.since) && (r.until == 0 || ts < r.until) {
+						want = append(want, int64(i+1))
+					}
+				}
+				f := DenialFilter{Since: r.since, Until: r.until, Limit: 37}
+				if asc {
+					f.AfterID = 1 // the walk starts above id 1
+					if len(want) > 0 && want[0] == 1 {
+						want = want[1:]
+					}
+				} else {
+					slices.Reverse(want)
+				}
+				for range n {
+					p, err := s.ListDenials(ctx, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, d := range p.Denials {
+						got = append(got, d.ID)
+					}
+					if asc {
+						if len(p.Denials) == 0 {
+							break
+						}
+						f.AfterID = p.Denials[len(p.Denials)-1].ID
+					} else {
+						if p.NextBeforeID == 0 {
+							break
+						}
+						f.BeforeID = p.NextBeforeID
+					}
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("got %d ids %v...; want %d ids %v...", len(got), head(got), len(want), head(want))
+				}
+			})
+		}
+	}
+}
+
+func storedTimes(t *testing.T, s *Store) []int64 {
+	t.Helper()
+	rows, err := s.db.Query(`SELECT ts FROM denials ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range n {
-		ts[i] = int64(10_000 + i*10)
-		if i%3 == 0 {
-			ts[i] = int64(10_000 + (n-i)*10) // a third run backwards
-		}
-		if _, err := tx.Exec(`INSERT INTO denials (agent_id, permission, ts, code, context) VALUES ('a', 'page.read', ?, 'timeout', '{}')`, ts[i]); err != nil {
+	defer rows.Close()
+	var ts []int64
+	for rows.Next() {
+		var v int64
+		rows.Scan(&v)
+		ts = append(ts, v)
+	}
+	return ts
+}
+
+// TestMigrationOrdersDenialTimes: a log written before time order was kept
+// (schema 3) is put in order by the migration, so time ranges stay exact.
+func TestMigrationOrdersDenialTimes(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	for _, ts := range []int64{500, 300, 700, 100, 800, 800, 200} {
+		if _, err := s.db.Exec(`INSERT INTO denials (agent_id, permission, ts, code, context) VALUES ('a', 'page.read', ?, 'timeout', '{}')`, ts); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := s.db.Exec(`PRAGMA user_version = 3`); err != nil {
 		t.Fatal(err)
 	}
-	ranges := []struct{ since, until int64 }{{0, 12_000}, {11_000, 0}, {11_000, 13_000}, {10_000, 16_000}, {15_990, 16_010}, {99_999, 0}, {0, 5}}
-	for _, plan := range []timeQueryPlan{planAuto, planRowid, planTimeIndex} {
-		for _, r := range ranges {
-			for _, asc := range []bool{false, true} {
-				t.Run(fmt.Sprintf("plan=%d/since=%d/until=%d/asc=%v", plan, r.since, r.until, asc), func(t *testing.T) {
-					s.forceTimePlan = plan
-					defer func() { s.forceTimePlan = planAuto }()
-					var want, got []int64
-					for i := range n {
-						if (r.since == 0 || ts[i] >= r.since) && (r.until == 0 || ts[i] < r.until) {
-							want = append(want, int64(i+1))
-						}
-					}
-					f := DenialFilter{Since: r.since, Until: r.until, Limit: 37}
-					if asc {
-						f.AfterID = 1 // the walk starts above id 1
-						if len(want) > 0 && want[0] == 1 {
-							want = want[1:]
-						}
-					} else {
-						slices.Reverse(want)
-					}
-					for range n {
-						p, err := s.ListDenials(ctx, f)
-						if err != nil {
-							t.Fatal(err)
-						}
-						for _, d := range p.Denials {
-							got = append(got, d.ID)
-						}
-						if asc {
-							if len(p.Denials) == 0 {
-								break
-							}
-							f.AfterID = p.Denials[len(p.Denials)-1].ID
-						} else {
-							if p.NextBeforeID == 0 {
-								break
-							}
-							f.BeforeID = p.NextBeforeID
-						}
-					}
-					if !slices.Equal(got, want) {
-						t.Fatalf("got %d ids %v...; want %d ids %v...", len(got), head(got), len(want), head(want))
-					}
-				})
-			}
-		}
+	s.Close()
+	s = openTestStore(t, dir)
+	if got, want := storedTimes(t, s), []int64{500, 500, 700, 700, 800, 800, 800}; !slices.Equal(got, want) {
+		t.Fatalf("times after migration %v; want %v", got, want)
 	}
 }
 

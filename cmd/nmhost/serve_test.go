@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var viewerURL = regexp.MustCompile(`^http://127\.0\.0\.1:([0-9]+)/\?token=([A-Za-z0-9_-]{43})$`)
+
+func TestServePrintsItsURLFirstAndStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(nmhostBin, "serve", "--port", "0")
+	cmd.Env = hostEnv(dir)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	r := bufio.NewReader(stdout)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no first line: %v; stderr:\n%s", err, stderr.String())
+	}
+	m := viewerURL.FindStringSubmatch(strings.TrimSuffix(line, "\n"))
+	if m == nil {
+		t.Fatalf("first line %q is not http://127.0.0.1:PORT/?token=TOKEN", line)
+	}
+	file, err := os.ReadFile(filepath.Join(dir, "viewer-token"))
+	if err != nil || strings.TrimSpace(string(file)) != m[2] {
+		t.Fatalf("the printed token is not the one in the data dir: %q %v", file, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "viewer-token")); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file mode %#o", fi.Mode().Perm())
+	}
+	req, _ := http.NewRequest("GET", "http://127.0.0.1:"+m[1]+"/api/denials", nil)
+	req.Header.Set("Authorization", "Bearer "+m[2])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /api/denials with the printed token: %d", resp.StatusCode)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	rest, _ := io.ReadAll(r)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGINT: %v; stderr:\n%s", err, stderr.String())
+	}
+	if len(rest) != 0 {
+		t.Fatalf("stdout carried more than the URL: %q", rest)
+	}
+	// The next start keeps the token.
+	out := serveOnce(t, dir, "--port", "0")
+	if !strings.Contains(out, m[2]) {
+		t.Fatalf("a restart printed another token: %q", out)
+	}
+}
+
+// serveOnce starts serve, returns its first stdout line and stops it.
+func serveOnce(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(nmhostBin, append([]string{"serve"}, args...)...)
+	cmd.Env = hostEnv(dir)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	return line
+}
+
+func TestServeRefusesUnsafeStarts(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		args  []string
+		setup func(dir string)
+		want  string
+	}{
+		{"all interfaces", []string{"--bind", "0.0.0.0"}, nil, "--unsafe-bind"},
+		{"all interfaces v6", []string{"--bind", "::"}, nil, "--unsafe-bind"},
+		{"a LAN address", []string{"--bind", "192.168.1.10"}, nil, "--unsafe-bind"},
+		{"a name", []string{"--bind", "localhost"}, nil, "not an IP address"},
+		{"bad port", []string{"--port", "70000"}, nil, "not a TCP port"},
+		{"positional argument", []string{"now"}, nil, "unexpected argument"},
+		{"token readable by others", nil, func(dir string) {
+			os.WriteFile(filepath.Join(dir, "viewer-token"), []byte(strings.Repeat("A", 43)), 0o644)
+			os.Chmod(filepath.Join(dir, "viewer-token"), 0o644)
+		}, "chmod 600"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.setup != nil {
+				c.setup(dir)
+			}
+			cmd := exec.Command(nmhostBin, append([]string{"serve"}, c.args...)...)
+			cmd.Env = hostEnv(dir)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			done := make(chan error, 1)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("serve started")
+				}
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("serve kept running; stdout %q", stdout.String())
+			}
+			if stdout.Len() != 0 || !strings.Contains(stderr.String(), c.want) {
+				t.Fatalf("stdout %q, stderr %q; want an error about %s", stdout.String(), stderr.String(), c.want)
+			}
+		})
+	}
+}

@@ -114,6 +114,19 @@ func TestViewerShowsFiltersAndTailsDenials(t *testing.T) {
 			t.Errorf("the %s export of the filtered view:\n%s", format, body)
 		}
 	}
+	// A denial leads to the agent's profile and the grant behind it, and
+	// the grant can be revoked there (a second click confirms).
+	eval[bool](t, view, `(() => { document.querySelector('#denials tbody tr[data-agent="viewer-seed"] button').click(); return true })()`)
+	waitFor(t, view, `document.querySelector('#agent-grants tr.behind[data-permission="network.fetch"] button.revoke') !== null`)
+	screenshot(t, view, "viewer-agent")
+	for range 2 {
+		eval[bool](t, view, `(() => { document.querySelector('#agent-grants tr[data-permission="network.fetch"] button.revoke').click(); return true })()`)
+	}
+	waitFor(t, view, `document.querySelector('#agent-grants tr[data-permission="network.fetch"]') === null`)
+	grants := eval[string](t, view, `fetch('/api/agents/viewer-seed').then(r => r.json()).then(a => a.grants.map(g => g.permission).join(','))`)
+	if strings.Contains(grants, "network.fetch") {
+		t.Errorf("after revoking from the viewer the store still grants: %s", grants)
+	}
 	if canary.hits.Load() != 0 {
 		t.Errorf("the canary was hit %d times", canary.hits.Load())
 	}

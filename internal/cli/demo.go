@@ -213,6 +213,9 @@ func runDemo(ctx context.Context, env Env) error {
 		return fmt.Errorf("%d step(s) did not turn out as expected", d.failures)
 	}
 	d.say("every step turned out as expected. Next: nmhost install --extension-id <your extension id>")
+	if keep {
+		d.say("browse this demo's denial log live: %s=%s nmhost serve --open", datadir.EnvVar, dir)
+	}
 	return nil
 }
 

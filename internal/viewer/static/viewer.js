@@ -121,6 +121,7 @@ function render() {
     const time = new Date(d.timestamp);
     cell(tr, timeFormat.format(time), 'time').title = time.toISOString();
     const agentCell = tr.insertCell();
+    agentCell.className = 'agent';
     const link = document.createElement('button');
     link.type = 'button';
     link.className = 'link';
@@ -151,7 +152,7 @@ const svgNS = 'http://www.w3.org/2000/svg';
 function drawChart(rows) {
   const svg = $('chart');
   const legend = $('chart-legend');
-  const W = 720, H = 140, top = 8, bottom = 18, buckets = 36;
+  const W = 720, H = 140, top = 16, bottom = 18, buckets = 36;
   const parts = [];
   if (!rows.length) {
     svg.replaceChildren();

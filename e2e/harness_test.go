@@ -335,7 +335,10 @@ func clickPrompt(t *testing.T, tg *target.Info, answer string) {
 	// One evaluation waits and clicks: in headless Chromium a second
 	// evaluation in a chrome.windows.create popup went unanswered in our
 	// runs, and so did a screenshot of it (see screenshotPrompt).
-	waitFor(t, ctx, fmt.Sprintf("document.readyState === 'complete' && document.getElementById('agent').textContent && (document.getElementById(%q).click(), true)", answer))
+	// The click is deferred a little: it closes the window, and a close
+	// that beats the evaluation's reply fails it with "target detached"
+	// although the answer was given (seen under load).
+	waitFor(t, ctx, fmt.Sprintf("document.readyState === 'complete' && document.getElementById('agent').textContent && (setTimeout(() => document.getElementById(%q).click(), 50), true)", answer))
 	screenshotPrompt(t, tg.URL)
 }
 

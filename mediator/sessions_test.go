@@ -105,3 +105,24 @@ func TestSessionIDsCannotNameOtherDirectories(t *testing.T) {
 		t.Fatalf("refused ids created %d workspace entries", len(entries))
 	}
 }
+
+// FuzzSessionPatch: a patch is refused whole or yields settings with a
+// known level and the host's own workspace, never anything else.
+func FuzzSessionPatch(f *testing.F) {
+	for _, s := range []string{`{}`, `{"permission_level":"low"}`, `{"workspace":{"mode":"session"}}`, `{"workspace":{"root_dir":"/"}}`, `{"permission_level":null}`} {
+		f.Add([]byte(s))
+	}
+	s := openTestStore(f, f.TempDir())
+	f.Fuzz(func(t *testing.T, patch []byte) {
+		set, err := s.UpdateSessionSettings(context.Background(), "fz", patch)
+		if err != nil {
+			return
+		}
+		if _, err := ParseLevel(set.PermissionLevel); err != nil || set.PermissionLevel == "" {
+			t.Fatalf("stored level %q from %q", set.PermissionLevel, patch)
+		}
+		if set.Workspace != (SessionWorkspace{Mode: WorkspaceModeSession, RootDir: s.SessionWorkspaceDir("fz")}) {
+			t.Fatalf("workspace %+v from %q", set.Workspace, patch)
+		}
+	})
+}

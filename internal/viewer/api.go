@@ -178,6 +178,9 @@ func parseTime(v string, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, errors.New("must be ms since the epoch or an RFC 3339 time")
 	}
+	if t.UnixMilli() < 0 {
+		return 0, errors.New("must not be before 1970")
+	}
 	return t.UnixMilli(), nil
 }
 

@@ -277,9 +277,12 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, form
 	writeError(w, status, mediator.Errorf(mediator.CodeUnauthorized, "%s", reason))
 }
 
+// clip bounds attacker-chosen text for a log line or an error, escaping
+// control characters so it cannot forge lines.
 func clip(s string, n int) string {
 	if len(s) > n {
 		s = s[:n] + "..."
 	}
-	return strconv.Quote(s)[1 : len(strconv.Quote(s))-1]
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }

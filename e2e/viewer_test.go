@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // viewerRun runs the fetcher agent as agentID with `nmhost run` in its own
@@ -129,5 +132,49 @@ func TestViewerShowsFiltersAndTailsDenials(t *testing.T) {
 	}
 	if canary.hits.Load() != 0 {
 		t.Errorf("the canary was hit %d times", canary.hits.Load())
+	}
+}
+
+// TestViewerShowsHostileTextAsText: agent ids, URLs and reasons in the log
+// are chosen by whoever caused the denial; the page must show them as text,
+// never run or render them.
+func TestViewerShowsHostileTextAsText(t *testing.T) {
+	data := t.TempDir()
+	store, err := mediator.Open(data, mediator.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := `<img src=x onerror="window.pwned=1">`
+	_, err = store.LogDenial(context.Background(), mediator.Denial{AgentID: hostile, Permission: "network.fetch", Code: mediator.CodeUnknownAgent,
+		Context: mediator.DenialContext{URL: `javascript:window.pwned=2`, Reason: `<script>window.pwned=3</script><b>bold</b>`}})
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := page(t, startViewer(t, data))
+	waitFor(t, view, `document.querySelectorAll('#denials tbody tr[data-id]').length === 1`)
+	// Open the agent panel too: it renders the id again.
+	eval[bool](t, view, `(() => { document.querySelector('#denials tbody tr[data-id] button').click(); return true })()`)
+	waitFor(t, view, `document.getElementById('agent-message').textContent !== ''`)
+	got := eval[string](t, view, `JSON.stringify({
+		pwned: window.pwned || 0,
+		imgs: document.querySelectorAll('#denials img, #agent-panel img').length,
+		bold: document.querySelectorAll('#denials b').length,
+		links: document.querySelectorAll('#denials a').length,
+		agent: document.querySelector('#denials tbody tr').dataset.agent,
+		text: document.querySelector('#denials tbody tr').textContent,
+		title: document.getElementById('agent-title').textContent })`)
+	var r struct {
+		Pwned, Imgs, Bold, Links int
+		Agent, Text, Title       string
+	}
+	if err := json.Unmarshal([]byte(got), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Pwned != 0 || r.Imgs != 0 || r.Bold != 0 || r.Links != 0 {
+		t.Fatalf("hostile text became markup: %+v", r)
+	}
+	if r.Agent != hostile || r.Title != hostile || !strings.Contains(r.Text, "<script>window.pwned=3</script>") {
+		t.Fatalf("hostile text not shown verbatim: %+v", r)
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentgate/nmhost/internal/agentfetch"
+	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
@@ -25,25 +24,12 @@ import (
 var probeWasm []byte
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "wasmhost-probe-")
-	if err != nil {
+	var err error
+	if probeWasm, err = testwasm.Probe(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	out := filepath.Join(dir, "probe.wasm")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/probe")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the probe agent: %v\n%s", err, b)
-		os.Exit(1)
-	}
-	if probeWasm, err = os.ReadFile(out); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // sharedRuntime compiles the probe once for all tests that use default limits.

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -19,22 +18,12 @@ import (
 
 	"github.com/agentgate/nmhost/internal/agentfetch"
 	"github.com/agentgate/nmhost/internal/nmclient"
+	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
 
 const testOrigin = "chrome-extension://abcdefghijklmnopabcdefghijklmnop/"
-
-// fakeResolver answers from a map and fails for everything else, so no
-// test ever asks a real DNS server.
-type fakeResolver map[string][]netip.Addr
-
-func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := f[host]; ok {
-		return a, nil
-	}
-	return nil, &net.DNSError{Err: "no such host (test resolver)", Name: host, IsNotFound: true}
-}
 
 type harness struct {
 	t      *testing.T
@@ -51,7 +40,7 @@ func newHarness(t *testing.T, allowed bool) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	fetcher := netproxy.New(netproxy.Config{Resolver: fakeResolver{
+	fetcher := netproxy.New(netproxy.Config{Resolver: testwasm.Resolver{
 		"rebind.test": {netip.MustParseAddr("127.0.0.1")},
 		"intra.test":  {netip.MustParseAddr("10.1.2.3")},
 	}})

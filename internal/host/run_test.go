@@ -8,15 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/nmclient"
+	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/wasmhost"
 )
@@ -31,24 +29,8 @@ var sharedRuntime = sync.OnceValue(func() *wasmhost.Runtime {
 	return r
 })
 
-// probeModule builds wasmhost's test agent once.
-var probeModule = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "host-probe-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "probe.wasm")
-	cmd := exec.Command("go", "build", "-o", out, "../../wasmhost/testdata/probe")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the probe agent: %v\n%s", err, b)
-	}
-	return os.ReadFile(out)
-})
-
 func TestRunAgentStreamsAndAnswersBrowserCalls(t *testing.T) {
-	module, err := probeModule()
+	module, err := testwasm.Probe()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,25 +52,36 @@ func LoadOrCreateToken(dir string) (Token, error) {
 			return Token{}, fmt.Errorf("viewer token: %w", err)
 		}
 		s := base64.RawURLEncoding.EncodeToString(raw)
-		// O_EXCL: two `nmhost serve` starting at once must not each write a
-		// token and hand out the loser's; the loser reads the winner's.
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		err = publishToken(dir, path, s)
 		if errors.Is(err, fs.ErrExist) {
-			continue
+			continue // another start won; read its token
 		}
 		if err != nil {
-			return Token{}, fmt.Errorf("viewer token[%s]: %w", path, err)
-		}
-		_, werr := f.WriteString(s + "\n")
-		serr := f.Sync()
-		cerr := f.Close()
-		if err := errors.Join(werr, serr, cerr); err != nil {
-			os.Remove(path)
 			return Token{}, fmt.Errorf("viewer token[%s]: %w", path, err)
 		}
 		return Token{s: s}, nil
 	}
 	return Token{}, fmt.Errorf("viewer token[%s]: created and removed by another process while starting", path)
+}
+
+// publishToken writes the token whole to a private temporary file and
+// links it into place. The link is atomic and never replaces a file, so two
+// `nmhost serve` starting at once cannot each hand out their own token, and
+// neither can read the other's half-written file: the loser gets ErrExist
+// and reads the winner's.
+func publishToken(dir, path, token string) error {
+	f, err := os.CreateTemp(dir, TokenFile+".new-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, werr := f.WriteString(token + "\n")
+	cerr := f.Chmod(0o600) // CreateTemp's 0600 already; explicit against odd platforms
+	serr := f.Sync()
+	if err := errors.Join(werr, cerr, serr, f.Close()); err != nil {
+		return err
+	}
+	return os.Link(f.Name(), path)
 }
 
 func readToken(path string) (Token, error) {

@@ -7,16 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentgate/nmhost/internal/agentfetch"
+	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/wasmhost"
@@ -206,38 +203,13 @@ func waitUntil(t *testing.T, d time.Duration, ok func() bool) {
 	}
 }
 
-// probeModule builds wasmhost's test agent once.
-var probeModule = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "viewer-probe-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "probe.wasm")
-	cmd := exec.Command("go", "build", "-o", out, "../../wasmhost/testdata/probe")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the probe agent: %v\n%s", err, b)
-	}
-	return os.ReadFile(out)
-})
-
-type fakeResolver map[string][]netip.Addr
-
-func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := f[host]; ok {
-		return a, nil
-	}
-	return nil, &net.DNSError{Err: "no such host (test resolver)", Name: host, IsNotFound: true}
-}
-
 // TestRunInSessionContext runs a real agent over the websocket in sessions
 // of each level. The agent POSTs to an allowed name that resolves to the
 // canary on loopback: low refuses by level, medium needs a confirmation no
 // one can give, high passes the policy and the address check stops it. The
 // canary proves nothing reached it.
 func TestRunInSessionContext(t *testing.T) {
-	module, err := probeModule()
+	module, err := testwasm.Probe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +224,7 @@ func TestRunInSessionContext(t *testing.T) {
 	}
 	defer rt.Close(context.Background())
 	v := newTestViewer(t, func(c *Config) {
-		fetcher := netproxy.New(netproxy.Config{Resolver: fakeResolver{"rebind.test": {netip.MustParseAddr("127.0.0.1")}}})
+		fetcher := netproxy.New(netproxy.Config{Resolver: testwasm.Resolver{"rebind.test": {netip.MustParseAddr("127.0.0.1")}}})
 		policy := mediator.NewPolicy(c.Store, mediator.PolicyOptions{})
 		fetch, err := agentfetch.New(agentfetch.Config{Store: c.Store, Fetcher: fetcher, Authorizer: policy,
 			LogDenial: func(ctx context.Context, d mediator.Denial) { c.Store.LogDenial(ctx, d) }})

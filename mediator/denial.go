@@ -1,5 +1,10 @@
 package mediator
 
+import (
+	"strconv"
+	"time"
+)
+
 // Denial is one record of the denial log: every denial, from any layer, is
 // one of these, written before the reply that reports it is sent.
 type Denial struct {
@@ -39,4 +44,29 @@ type DenialPage struct {
 	Denials []Denial `json:"denials"`
 	// NextBeforeID, when non-zero, fetches the next (older) page.
 	NextBeforeID int64 `json:"nextBeforeId,omitempty"`
+}
+
+// ParseFilterTime parses a DenialFilter bound as people and programs give
+// it: ms since the epoch, RFC 3339, or a duration ago ("90m" is now minus
+// 90 minutes). "" is no bound (0). A time before 1970 is refused: 0 means
+// "unbounded" to the filter, and a negative bound is no bound a person meant.
+func ParseFilterTime(s string, now time.Time) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		if d, derr := time.ParseDuration(s); derr == nil {
+			ms, err = now.Add(-d).UnixMilli(), nil
+		} else if t, terr := time.Parse(time.RFC3339, s); terr == nil {
+			ms, err = t.UnixMilli(), nil
+		}
+	}
+	if err != nil {
+		return 0, Errorf(CodeBadRequest, "time %q is not ms since the epoch, RFC 3339 or a duration ago", truncate(s, 40))
+	}
+	if ms < 0 {
+		return 0, Errorf(CodeBadRequest, "time %q is before 1970", truncate(s, 40))
+	}
+	return ms, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -44,10 +43,10 @@ func runDenials(ctx context.Context, env Env) error {
 	f.Code = mediator.Code(code)
 	now := time.Now()
 	var err error
-	if f.Since, err = parseTime(since, now); err != nil {
+	if f.Since, err = mediator.ParseFilterTime(since, now); err != nil {
 		return fmt.Errorf("--since: %w", err)
 	}
-	if f.Until, err = parseTime(until, now); err != nil {
+	if f.Until, err = mediator.ParseFilterTime(until, now); err != nil {
 		return fmt.Errorf("--until: %w", err)
 	}
 	dir, err := datadir.Resolve(env.Getenv)
@@ -107,22 +106,6 @@ func runDenials(ctx context.Context, env Env) error {
 		}
 		p.flush()
 	}
-}
-
-func parseTime(s string, now time.Time) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return ms, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		return now.Add(-d).UnixMilli(), nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UnixMilli(), nil
-	}
-	return 0, fmt.Errorf("%q is not RFC 3339, ms since the epoch, or a duration", s)
 }
 
 type denialPrinter struct {

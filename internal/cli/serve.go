@@ -84,7 +84,9 @@ func runServe(ctx context.Context, env Env) error {
 	policy := mediator.NewPolicy(store, mediator.PolicyOptions{})
 	fetch, err := agentfetch.New(agentfetch.Config{Store: store, Fetcher: fetcher, Authorizer: policy,
 		LogDenial: func(ctx context.Context, d mediator.Denial) {
-			d.Context.Layer = "gateway"
+			if d.Context.Layer == "" {
+				d.Context.Layer = "gateway"
+			}
 			_, _ = store.LogDenial(context.WithoutCancel(ctx), d)
 		}})
 	if err != nil {

@@ -194,3 +194,20 @@ func TestStateChangesNeedSameOrigin(t *testing.T) {
 		v.api("PUT", path, body, 200, nil)
 	})
 }
+
+// TestUnsafeBindAdmitsOnlyTheBoundAddress: with --unsafe-bind the bound
+// address joins the loopback names at the listening port; nothing else does.
+func TestUnsafeBindAdmitsOnlyTheBoundAddress(t *testing.T) {
+	s := &Server{cfg: Config{UnsafeBindHost: "192.0.2.7"}, port: "8080"}
+	for host, want := range map[string]bool{
+		"192.0.2.7:8080": true, "127.0.0.1:8080": true, "[::1]:8080": true,
+		"192.0.2.7:8081": false, "192.0.2.70:8080": false, "192.0.2.7": false, "evil.example:8080": false,
+	} {
+		if got := s.hostAllowed(host); got != want {
+			t.Errorf("hostAllowed(%q) = %v; want %v", host, got, want)
+		}
+	}
+	if (&Server{cfg: Config{}, port: ""}).hostAllowed("127.0.0.1:") {
+		t.Error("a server not yet listening admitted a Host")
+	}
+}

@@ -139,9 +139,9 @@ func parseDenialQuery(q url.Values, now time.Time) (denialQuery, error) {
 			}
 			dq.search = strings.ToLower(v)
 		case "since":
-			f.Since, err = parseTime(v, now)
+			f.Since, err = mediator.ParseFilterTime(v, now)
 		case "until":
-			f.Until, err = parseTime(v, now)
+			f.Until, err = mediator.ParseFilterTime(v, now)
 		case "beforeId":
 			f.BeforeID, err = parseID(v)
 		case "afterId":
@@ -161,27 +161,6 @@ func parseDenialQuery(q url.Values, now time.Time) (denialQuery, error) {
 		}
 	}
 	return dq, nil
-}
-
-// parseTime accepts ms since the epoch or RFC 3339; "" is no bound.
-func parseTime(v string, now time.Time) (int64, error) {
-	if v == "" {
-		return 0, nil
-	}
-	if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if ms < 0 {
-			return 0, errors.New("must not be negative")
-		}
-		return ms, nil
-	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return 0, errors.New("must be ms since the epoch or an RFC 3339 time")
-	}
-	if t.UnixMilli() < 0 {
-		return 0, errors.New("must not be before 1970")
-	}
-	return t.UnixMilli(), nil
 }
 
 func parseID(v string) (int64, error) {

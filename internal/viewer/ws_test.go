@@ -320,6 +320,37 @@ func TestRunInSessionContext(t *testing.T) {
 			t.Errorf("%s: %v; want %s", tc.msg, m, tc.code)
 		}
 	}
+	// A client cannot start runs without bound: past maxRunsPerClient at
+	// once, a run is refused and the others go on (here to their timeout).
+	prof.Capabilities.ExecutionTimeout = 1000
+	if _, err := v.store.InstallAgent(context.Background(), prof, sha); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxRunsPerClient + 1 {
+		c.WriteJSON(map[string]string{"type": "run", "run_id": fmt.Sprint("spin-", i), "session_id": "s-high", "agent_id": "probe", "input": "spin"})
+	}
+	var refused, timedOut int
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for refused+timedOut < maxRunsPerClient+1 {
+		var m struct {
+			Type, Code string
+			Result     *wasmhost.Result
+		}
+		if err := c.ReadJSON(&m); err != nil {
+			t.Fatalf("after %d refused, %d timed out: %v", refused, timedOut, err)
+		}
+		switch {
+		case m.Type == "error" && m.Code == string(mediator.CodeTooLarge):
+			refused++
+		case m.Type == "result" && m.Result.Code == mediator.CodeTimeout:
+			timedOut++
+		case m.Type == "error" || m.Type == "result":
+			t.Fatalf("unexpected %+v", m)
+		}
+	}
+	if refused != 1 || timedOut != maxRunsPerClient {
+		t.Fatalf("%d refused, %d ran; want 1 and %d", refused, timedOut, maxRunsPerClient)
+	}
 	if hits.Load() != 0 {
 		t.Fatalf("the canary was hit %d times", hits.Load())
 	}

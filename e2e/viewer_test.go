@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -140,14 +141,14 @@ func TestViewerShowsFiltersAndTailsDenials(t *testing.T) {
 // never run or render them.
 func TestViewerShowsHostileTextAsText(t *testing.T) {
 	data := t.TempDir()
-	store, err := mediator.Open(data, mediator.Options{})
+	st, err := store.Open(data, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hostile := `<img src=x onerror="window.pwned=1">`
-	_, err = store.LogDenial(context.Background(), mediator.Denial{AgentID: hostile, Permission: "network.fetch", Code: mediator.CodeUnknownAgent,
+	_, err = st.LogDenial(context.Background(), mediator.Denial{AgentID: hostile, Permission: "network.fetch", Code: mediator.CodeUnknownAgent,
 		Context: mediator.DenialContext{URL: `javascript:window.pwned=2`, Reason: `<script>window.pwned=3</script><b>bold</b>`}})
-	store.Close()
+	st.Close()
 	if err != nil {
 		t.Fatal(err)
 	}

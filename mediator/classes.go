@@ -119,7 +119,7 @@ func ParseLevel(s string) (string, error) {
 	case LevelLow, LevelHigh:
 		return s, nil
 	}
-	return "", Errorf(CodeInvalidLevel, "permission level %q must be low, medium or high", truncate(s, 32))
+	return "", Errorf(CodeInvalidLevel, "permission level %q must be low, medium or high", Truncate(s, 32))
 }
 
 // targetKey is the value a remembered answer for op is keyed by. For a

@@ -1,8 +1,8 @@
 package mediator
 
 import (
-	"strconv"
-	"time"
+	"fmt"
+	"sort"
 )
 
 // Denial is one record of the denial log: every denial, from any layer, is
@@ -26,47 +26,58 @@ type DenialContext struct {
 	Details map[string]string `json:"details,omitempty"`
 }
 
-// DenialFilter selects denial records. The zero value selects the newest
-// page of everything.
-type DenialFilter struct {
-	AgentID    string `json:"agentId,omitempty"`
-	Permission string `json:"permission,omitempty"`
-	Code       Code   `json:"code,omitempty"`
-	Since      int64  `json:"since,omitempty"`    // ms, inclusive; 0 = no lower bound
-	Until      int64  `json:"until,omitempty"`    // ms, exclusive; 0 = no upper bound
-	BeforeID   int64  `json:"beforeId,omitempty"` // paging cursor: records with a smaller id (newest first)
-	AfterID    int64  `json:"afterId,omitempty"`  // tailing cursor: records with a larger id (oldest first)
-	Limit      int    `json:"limit,omitempty"`    // default 100, at most 1000
-}
+// Bounds applied to denial records. LogDenial truncates to them, never
+// rejects: a denial must always be recorded.
+const (
+	MaxDenialAgentIDBytes    = 128
+	MaxDenialPermissionBytes = 64
+	MaxDenialCodeBytes       = 64
+	MaxDenialURLBytes        = 2048
+	MaxDenialReasonBytes     = 1024
+	MaxDenialShortBytes      = 256 // layer, method, origin
+	MaxDenialDetailKeys      = 16
+	MaxDenialDetailKeyBytes  = 64
+	MaxDenialDetailValBytes  = 512
+)
 
-// DenialPage is one page of denial records.
-type DenialPage struct {
-	Denials []Denial `json:"denials"`
-	// NextBeforeID, when non-zero, fetches the next (older) page.
-	NextBeforeID int64 `json:"nextBeforeId,omitempty"`
-}
-
-// ParseFilterTime parses a DenialFilter bound as people and programs give
-// it: ms since the epoch, RFC 3339, or a duration ago ("90m" is now minus
-// 90 minutes). "" is no bound (0). A time before 1970 is refused: 0 means
-// "unbounded" to the filter, and a negative bound is no bound a person meant.
-func ParseFilterTime(s string, now time.Time) (int64, error) {
-	if s == "" {
-		return 0, nil
+// Bounded returns d with every field truncated to its bound and makes all text
+// valid UTF-8, so that the record is always storable and displayable.
+func (d Denial) Bounded() Denial {
+	d.ID = 0
+	d.AgentID = Truncate(d.AgentID, MaxDenialAgentIDBytes)
+	d.Permission = Truncate(d.Permission, MaxDenialPermissionBytes)
+	d.Code = Code(Truncate(string(d.Code), MaxDenialCodeBytes))
+	if d.Code == "" {
+		d.Code = CodeInternal
 	}
-	ms, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		if d, derr := time.ParseDuration(s); derr == nil {
-			ms, err = now.Add(-d).UnixMilli(), nil
-		} else if t, terr := time.Parse(time.RFC3339, s); terr == nil {
-			ms, err = t.UnixMilli(), nil
+	c := &d.Context
+	c.URL = Truncate(c.URL, MaxDenialURLBytes)
+	c.Reason = Truncate(c.Reason, MaxDenialReasonBytes)
+	c.Layer = Truncate(c.Layer, MaxDenialShortBytes)
+	c.Method = Truncate(c.Method, MaxDenialShortBytes)
+	c.Origin = Truncate(c.Origin, MaxDenialShortBytes)
+	if len(c.Details) > 0 {
+		keys := make([]string, 0, len(c.Details))
+		for k := range c.Details {
+			keys = append(keys, k)
 		}
+		sort.Strings(keys) // keep a deterministic subset
+		out := make(map[string]string, min(len(keys), MaxDenialDetailKeys))
+		dropped := 0
+		for _, k := range keys {
+			ck := Truncate(k, MaxDenialDetailKeyBytes)
+			if _, dup := out[ck]; dup || len(out) >= MaxDenialDetailKeys-1 && len(keys) > MaxDenialDetailKeys {
+				dropped++
+				continue
+			}
+			out[ck] = Truncate(c.Details[k], MaxDenialDetailValBytes)
+		}
+		if dropped > 0 {
+			// The last slot says that something was cut, so nobody reads a
+			// partial record as the whole story.
+			out["_truncated"] = fmt.Sprintf("%d more detail keys dropped", dropped)
+		}
+		c.Details = out
 	}
-	if err != nil {
-		return 0, Errorf(CodeBadRequest, "time %q is not ms since the epoch, RFC 3339 or a duration ago", truncate(s, 40))
-	}
-	if ms < 0 {
-		return 0, Errorf(CodeBadRequest, "time %q is before 1970", truncate(s, 40))
-	}
-	return ms, nil
+	return d
 }

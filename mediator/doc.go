@@ -1,6 +1,9 @@
-// Package mediator decides what an agent may do and remembers the answer:
-// profiles, grants, decisions with stable reason codes, and the durable
-// store (SQLite) that holds them together with the denial log.
+// Package mediator decides what an agent may do: the vocabulary of the
+// permission model (operations, permissions, profiles, decisions with
+// stable reason codes, records) and the policy that applies it.
 //
-// It imports no other part of the project; every other part asks it.
+// It stores nothing and imports no other package of the project: the
+// store, the network and the runtimes depend on it and implement the small
+// interfaces it reads through (PolicyRecords, AgentReader, DenialLogger).
+// docs/permissions.md states the rules it enforces.
 package mediator

@@ -2,7 +2,6 @@ package mediator
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,7 +54,7 @@ type PolicyOptions struct {
 // DefaultPromptTimeout is PolicyOptions.PromptTimeout's default.
 const DefaultPromptTimeout = 60 * time.Second
 
-// decisionFacts is what one decision reads from the store.
+// decisionFacts is what one decision reads from the records.
 type decisionFacts struct {
 	granted bool
 	caps    Capabilities
@@ -63,46 +62,31 @@ type decisionFacts struct {
 }
 
 // facts reads the grant, the profile's capabilities and the remembered
-// answer in one query; the parsed capabilities are cached per agent and
-// reused while the stored profile text is unchanged (another process may
-// re-install the agent at any time, so the text is compared every call).
+// answer in one call to the records; the parsed capabilities are cached per
+// agent and reused while the stored profile text is unchanged (another
+// process may re-install the agent at any time, so the text is compared
+// every call).
 func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, target string) (decisionFacts, error) {
 	if err := ValidAgentID(agentID); err != nil {
-		return decisionFacts{}, Errorf(CodeUnknownAgent, "no agent %q is installed", truncate(agentID, 64))
+		return decisionFacts{}, Errorf(CodeUnknownAgent, "no agent %q is installed", Truncate(agentID, 64))
 	}
-	var (
-		profile  string
-		granted  sql.NullInt64
-		prefID   sql.NullInt64
-		answer   sql.NullString
-		f        decisionFacts
-		ruleName = rule.Name
-	)
-	err := p.store.db.QueryRowContext(ctx, `
-SELECT a.profile,
-	(SELECT 1 FROM grants WHERE agent_id = ?1 AND permission = ?2),
-	pr.id, pr.answer
-FROM agents a LEFT JOIN preferences pr ON pr.agent_id = ?1 AND pr.operation = ?3 AND pr.target = ?4
-WHERE a.agent_id = ?1`, agentID, string(rule.Permission), ruleName, target).Scan(&profile, &granted, &prefID, &answer)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return decisionFacts{}, Errorf(CodeUnknownAgent, "no agent %q is installed", agentID)
-	case err != nil:
-		return decisionFacts{}, storeErr("decide", err)
+	raw, err := p.records.DecisionFacts(ctx, agentID, rule.Permission, rule.Name, target)
+	if err != nil {
+		return decisionFacts{}, err
 	}
-	f.granted = granted.Valid
-	if a := Answer(answer.String); prefID.Valid && (a == AnswerAlwaysAllow || a == AnswerAlwaysBlock) {
-		f.pref = Preference{ID: prefID.Int64, AgentID: agentID, Operation: ruleName, Target: target, Answer: a}
+	f := decisionFacts{granted: raw.Granted}
+	if a := raw.Preference.Answer; raw.Preference.ID != 0 && (a == AnswerAlwaysAllow || a == AnswerAlwaysBlock) {
+		f.pref = raw.Preference
 	}
 	p.mu.Lock()
 	c, ok := p.caps[agentID]
 	p.mu.Unlock()
-	if ok && c.profile == profile {
+	if ok && c.profile == raw.ProfileJSON {
 		f.caps = c.caps
 		return f, nil
 	}
 	var prof Profile
-	if err := json.Unmarshal([]byte(profile), &prof); err != nil {
+	if err := json.Unmarshal([]byte(raw.ProfileJSON), &prof); err != nil {
 		return decisionFacts{}, &Error{Code: CodeInternal, Msg: "stored profile of " + agentID + " is unreadable", Err: err}
 	}
 	f.caps = prof.Capabilities
@@ -110,7 +94,7 @@ WHERE a.agent_id = ?1`, agentID, string(rule.Permission), ruleName, target).Scan
 	if len(p.caps) >= maxCachedProfiles {
 		clear(p.caps)
 	}
-	p.caps[agentID] = cachedCaps{profile: profile, caps: f.caps}
+	p.caps[agentID] = cachedCaps{profile: raw.ProfileJSON, caps: f.caps}
 	p.mu.Unlock()
 	return f, nil
 }
@@ -128,18 +112,18 @@ type cachedCaps struct {
 // first, then the session level, remembered answers, and the safety class.
 // It implements Authorizer.
 type Policy struct {
-	store *Store
-	opts  PolicyOptions
-	mu    sync.Mutex
-	caps  map[string]cachedCaps
+	records PolicyRecords
+	opts    PolicyOptions
+	mu      sync.Mutex
+	caps    map[string]cachedCaps
 }
 
-// NewPolicy returns the policy over s.
-func NewPolicy(s *Store, opts PolicyOptions) *Policy {
+// NewPolicy returns the policy over the records r (the store).
+func NewPolicy(r PolicyRecords, opts PolicyOptions) *Policy {
 	if opts.PromptTimeout <= 0 {
 		opts.PromptTimeout = DefaultPromptTimeout
 	}
-	return &Policy{store: s, opts: opts, caps: map[string]cachedCaps{}}
+	return &Policy{records: r, opts: opts, caps: map[string]cachedCaps{}}
 }
 
 func denied(class SafetyClass, code Code, by, reason string) PolicyDecision {
@@ -156,11 +140,11 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	rule, known := RuleFor(op)
 	if !known {
 		return denied(AlwaysConfirm, CodeUnknownPermission, "class:"+string(AlwaysConfirm),
-			fmt.Sprintf("operation %q is not known", truncate(op.Name, 64)))
+			fmt.Sprintf("operation %q is not known", Truncate(op.Name, 64)))
 	}
 	if op.Permission != "" && op.Permission != rule.Permission {
 		return denied(rule.Class, CodeBadRequest, "grant:"+string(rule.Permission),
-			fmt.Sprintf("operation %s needs %s, not %s", op.Name, rule.Permission, truncate(string(op.Permission), 64)))
+			fmt.Sprintf("operation %s needs %s, not %s", op.Name, rule.Permission, Truncate(string(op.Permission), 64)))
 	}
 	f, err := p.facts(ctx, op.AgentID, rule, targetKey(rule, op))
 	if err != nil {
@@ -175,7 +159,7 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	}
 	level, err := ParseLevel(op.SessionLevel)
 	if err != nil {
-		return denied(rule.Class, CodeInvalidLevel, "level:"+truncate(op.SessionLevel, 16), MessageOf(err))
+		return denied(rule.Class, CodeInvalidLevel, "level:"+Truncate(op.SessionLevel, 16), MessageOf(err))
 	}
 	if level == LevelLow && (rule.Class != AlwaysSafe || !rule.StaysLocal) {
 		return denied(rule.Class, CodeSessionLevel, "level:low",
@@ -227,7 +211,7 @@ func (p *Policy) Authorize(ctx context.Context, op Operation) (func(error), erro
 	}
 	entry := AuditEntry{Kind: AuditDecision, Operation: op, Class: d.Level, Allowed: d.Allowed,
 		Code: d.Code, DecidedBy: d.DecidedBy, Reason: d.Reason}
-	rec, err := p.store.AppendAudit(ctx, entry)
+	rec, err := p.records.AppendAudit(ctx, entry)
 	if err != nil {
 		// No record, no operation: the trail must hold every decision.
 		return nil, fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, err)
@@ -239,9 +223,9 @@ func (p *Policy) Authorize(ctx context.Context, op Operation) (func(error), erro
 	return func(result error) {
 		e := AuditEntry{Kind: AuditExecuted, Operation: op, Class: d.Level, Allowed: true, Ref: rec.Seq}
 		if result != nil {
-			e.Code, e.Error = CodeOf(result), truncate(MessageOf(result), MaxDenialReasonBytes)
+			e.Code, e.Error = CodeOf(result), Truncate(MessageOf(result), MaxDenialReasonBytes)
 		}
-		_, _ = p.store.AppendAudit(context.WithoutCancel(ctx), e)
+		_, _ = p.records.AppendAudit(context.WithoutCancel(ctx), e)
 	}, nil
 }
 
@@ -268,7 +252,7 @@ func (p *Policy) prompt(ctx context.Context, op Operation, d PolicyDecision) Pol
 	}
 	d.DecidedBy = "prompt:" + string(answer)
 	if answer == AnswerAlwaysAllow || answer == AnswerAlwaysBlock {
-		pref, err := p.store.SetPreference(ctx, Preference{AgentID: op.AgentID, Operation: rule.Name, Target: targetKey(rule, op), Answer: answer})
+		pref, err := p.records.SetPreference(ctx, Preference{AgentID: op.AgentID, Operation: rule.Name, Target: targetKey(rule, op), Answer: answer})
 		if err != nil {
 			d.Code, d.Reason = CodeOf(err), "your answer could not be stored: "+MessageOf(err)
 			return d
@@ -299,7 +283,7 @@ func (p *Policy) logDenial(ctx context.Context, op Operation, d PolicyDecision) 
 	if op.Selector != "" {
 		details["selector"] = op.Selector
 	}
-	_, _ = p.store.LogDenial(context.WithoutCancel(ctx), Denial{
+	_, _ = p.records.LogDenial(context.WithoutCancel(ctx), Denial{
 		AgentID: op.AgentID, Permission: string(perm), Code: codeOrInternal(d.Code),
 		Context: DenialContext{URL: op.URL, Reason: d.Reason, Method: op.Method, Layer: "policy", Details: details},
 	})

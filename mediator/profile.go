@@ -40,7 +40,7 @@ func ParsePermission(s string) (Permission, error) {
 	if slices.Contains(KnownPermissions, p) {
 		return p, nil
 	}
-	return "", Errorf(CodeUnknownPermission, "permission %q is not known", truncate(s, 64))
+	return "", Errorf(CodeUnknownPermission, "permission %q is not known", Truncate(s, 64))
 }
 
 // DOM access levels (capabilities.domAccess).
@@ -104,7 +104,7 @@ var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 // The id reaches file names, log lines and SQL parameters, so it is kept plain.
 func ValidAgentID(id string) error {
 	if id == "" || len(id) > MaxAgentIDLen || !agentIDPattern.MatchString(id) {
-		return Errorf(CodeInvalidProfile, "agentId %q must be 1-%d characters of letters, digits, '.', '_' or '-', starting with a letter or digit", truncate(id, 64), MaxAgentIDLen)
+		return Errorf(CodeInvalidProfile, "agentId %q must be 1-%d characters of letters, digits, '.', '_' or '-', starting with a letter or digit", Truncate(id, 64), MaxAgentIDLen)
 	}
 	return nil
 }
@@ -146,7 +146,7 @@ func (p *Profile) Normalize() error {
 			return Errorf(CodeInvalidProfile, "%s is longer than %d characters or holds control characters", f.name, maxDescriptionRunes)
 		}
 	}
-	if p.ModuleSHA256 != "" && !isHexSHA256(p.ModuleSHA256) {
+	if p.ModuleSHA256 != "" && !IsHexSHA256(p.ModuleSHA256) {
 		return Errorf(CodeInvalidProfile, "moduleSha256 must be 64 lowercase hex digits")
 	}
 	var err error
@@ -165,7 +165,7 @@ func (p *Profile) Normalize() error {
 	}
 	for _, h := range c.AllowedHosts {
 		if len(h) == 0 || len(h) > MaxAllowedHostLen {
-			return Errorf(CodeInvalidAllowedHost, "allowedHosts entry %q is empty or longer than %d bytes", truncate(h, 64), MaxAllowedHostLen)
+			return Errorf(CodeInvalidAllowedHost, "allowedHosts entry %q is empty or longer than %d bytes", Truncate(h, 64), MaxAllowedHostLen)
 		}
 	}
 	switch {
@@ -185,7 +185,7 @@ func (p *Profile) Normalize() error {
 		c.DOMAccess = DOMNone
 	case DOMNone, DOMReadOnly, DOMFull:
 	default:
-		return Errorf(CodeInvalidProfile, "domAccess %q must be none, read-only or full", truncate(c.DOMAccess, 32))
+		return Errorf(CodeInvalidProfile, "domAccess %q must be none, read-only or full", Truncate(c.DOMAccess, 32))
 	}
 	return nil
 }
@@ -209,7 +209,9 @@ func normalizePermissions(in []Permission) ([]Permission, error) {
 	return out, nil
 }
 
-func isHexSHA256(s string) bool {
+// IsHexSHA256 reports whether s is a SHA-256 in lowercase hex, the form
+// module hashes take everywhere.
+func IsHexSHA256(s string) bool {
 	if len(s) != 64 {
 		return false
 	}
@@ -222,10 +224,3 @@ func isHexSHA256(s string) bool {
 }
 
 func isControl(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}

@@ -1,16 +1,6 @@
 package mediator
 
-import (
-	"bytes"
-	"context"
-	"database/sql"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
-)
+import "regexp"
 
 // SessionSettings are one session's settings (seed 001): the permission
 // level its runs get and its workspace. The zero value is not stored; a new
@@ -34,9 +24,6 @@ const WorkspaceModeSession = "session"
 // MaxSessionIDLen bounds a session id.
 const MaxSessionIDLen = 128
 
-// MaxSessionPatchBytes bounds a settings patch; real ones are under 200 bytes.
-const MaxSessionPatchBytes = 16 << 10
-
 // Session ids name directories, so they are a portable file name: no path
 // separators, no leading dot (".", ".." and hidden files), nothing Windows
 // refuses.
@@ -46,150 +33,7 @@ var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
 // otherwise: an id that can never exist is not a session).
 func ValidSessionID(id string) error {
 	if id == "" || len(id) > MaxSessionIDLen || !sessionIDPattern.MatchString(id) {
-		return Errorf(CodeUnknownSession, "session id %q must be 1-%d characters of letters, digits, '.', '_' or '-', not starting with '.'", truncate(id, 64), MaxSessionIDLen)
-	}
-	return nil
-}
-
-// SessionWorkspaceDir is the workspace root of session id.
-func (s *Store) SessionWorkspaceDir(id string) string {
-	return filepath.Join(s.dir, "session-workspaces", id)
-}
-
-// SessionSettings returns the settings of session id; unknown_session when
-// it has none. Sessions come into being with their first
-// UpdateSessionSettings, so a mistyped id is an error, not a fresh session.
-func (s *Store) SessionSettings(ctx context.Context, id string) (SessionSettings, error) {
-	if err := ValidSessionID(id); err != nil {
-		return SessionSettings{}, err
-	}
-	var raw string
-	err := s.db.QueryRowContext(ctx, `SELECT settings FROM session_settings WHERE session_id = ?`, id).Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
-		return SessionSettings{}, Errorf(CodeUnknownSession, "session %q has no settings; PUT them first", id)
-	}
-	if err != nil {
-		return SessionSettings{}, fmt.Errorf("session[%s]: %w", id, storeErr("read settings", err))
-	}
-	var set SessionSettings
-	if err := json.Unmarshal([]byte(raw), &set); err != nil {
-		return SessionSettings{}, fmt.Errorf("session[%s]: %w", id, storeErr("decode settings", err))
-	}
-	return set, nil
-}
-
-// sessionPatch is the untrusted settings object of a PUT. Pointers tell
-// "absent" (keep) from "present".
-type sessionPatch struct {
-	PermissionLevel *string         `json:"permission_level"`
-	Workspace       json.RawMessage `json:"workspace"`
-}
-
-type workspacePatch struct {
-	Mode    *string `json:"mode"`
-	RootDir *string `json:"root_dir"`
-}
-
-// UpdateSessionSettings merges patch, the JSON object under "settings" in a
-// PUT, into session id's settings (creating the session at LevelMedium) and
-// returns the result. The patch is refused whole, with the stored settings
-// untouched, when it is not an object, has a field this host does not know,
-// gives a level other than low, medium or high (invalid_level), or gives a
-// workspace that is not an object or names another mode or root
-// (bad_request). The workspace directory is created (0700) on the way.
-func (s *Store) UpdateSessionSettings(ctx context.Context, id string, patch []byte) (SessionSettings, error) {
-	if err := ValidSessionID(id); err != nil {
-		return SessionSettings{}, err
-	}
-	p, err := s.parseSessionPatch(id, patch)
-	if err != nil {
-		return SessionSettings{}, fmt.Errorf("session[%s]: %w", id, err)
-	}
-	root := s.SessionWorkspaceDir(id)
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return SessionSettings{}, fmt.Errorf("session[%s]: %w", id, Errorf(CodeInternal, "create workspace: %v", err))
-	}
-	var out SessionSettings
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		out = SessionSettings{PermissionLevel: LevelMedium}
-		var raw string
-		err := tx.QueryRowContext(ctx, `SELECT settings FROM session_settings WHERE session_id = ?`, id).Scan(&raw)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return err
-		default:
-			if err := json.Unmarshal([]byte(raw), &out); err != nil {
-				return storeErr("decode settings", err)
-			}
-		}
-		if p.PermissionLevel != nil {
-			out.PermissionLevel = *p.PermissionLevel
-		}
-		out.Workspace = SessionWorkspace{Mode: WorkspaceModeSession, RootDir: root}
-		b, err := json.Marshal(out)
-		if err != nil {
-			return err
-		}
-		now := s.now().UnixMilli()
-		_, err = tx.ExecContext(ctx, `INSERT INTO session_settings (session_id, settings, created_at, updated_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (session_id) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at`, id, string(b), now, now)
-		return err
-	})
-	if err != nil {
-		return SessionSettings{}, fmt.Errorf("session[%s]: update settings: %w", id, err)
-	}
-	return out, nil
-}
-
-func (s *Store) parseSessionPatch(id string, patch []byte) (sessionPatch, error) {
-	var p sessionPatch
-	if len(patch) > MaxSessionPatchBytes {
-		return p, Errorf(CodeTooLarge, "settings are over %d bytes", MaxSessionPatchBytes)
-	}
-	if err := decodeStrict(patch, &p); err != nil {
-		return p, Errorf(CodeBadRequest, "settings must be a JSON object with permission_level and workspace: %v", err)
-	}
-	if p.PermissionLevel != nil {
-		if *p.PermissionLevel == "" {
-			return p, Errorf(CodeInvalidLevel, "permission_level must be low, medium or high, not empty")
-		}
-		if _, err := ParseLevel(*p.PermissionLevel); err != nil {
-			return p, err
-		}
-	}
-	if len(p.Workspace) > 0 && !bytes.Equal(p.Workspace, []byte("null")) {
-		if p.Workspace[0] != '{' {
-			return p, Errorf(CodeBadRequest, "workspace must be an object")
-		}
-		var w workspacePatch
-		if err := decodeStrict(p.Workspace, &w); err != nil {
-			return p, Errorf(CodeBadRequest, "workspace: %v", err)
-		}
-		if w.Mode != nil && *w.Mode != WorkspaceModeSession {
-			return p, Errorf(CodeBadRequest, "workspace mode %q is not supported; the only mode is %q", truncate(*w.Mode, 32), WorkspaceModeSession)
-		}
-		if w.RootDir != nil && *w.RootDir != s.SessionWorkspaceDir(id) {
-			return p, Errorf(CodeBadRequest, "workspace root_dir is chosen by the host (%s), not by the client", s.SessionWorkspaceDir(id))
-		}
-	}
-	return p, nil
-}
-
-// decodeStrict decodes one JSON object into v, refusing unknown fields,
-// trailing data and anything but an object.
-func decodeStrict(data []byte, v any) error {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '{' {
-		return errors.New("not a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after the object")
+		return Errorf(CodeUnknownSession, "session id %q must be 1-%d characters of letters, digits, '.', '_' or '-', not starting with '.'", Truncate(id, 64), MaxSessionIDLen)
 	}
 	return nil
 }

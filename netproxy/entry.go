@@ -6,8 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentgate/nmhost/mediator"
 	"golang.org/x/net/publicsuffix"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // EntryKind says how an allowedHosts entry matches.

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/agentgate/nmhost/mediator"
 	"golang.org/x/net/idna"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // hostError explains why a host spelling was refused. Suggest is the

@@ -3,8 +3,9 @@ package netproxy
 import (
 	"unicode/utf8"
 
-	"github.com/agentgate/nmhost/mediator"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // rawURLChecks are the rules on a URL's raw text, before any parsing: they

@@ -7,9 +7,9 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/agentgate/nmhost/internal/agentfetch"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
 )
 
 // maxArgBytes bounds one argument a guest passes (a selector, a text, a

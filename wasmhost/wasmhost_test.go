@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/agentfetch"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
 )
 
 // probeWasm is testdata/probe built for wasip1 once per test binary.
@@ -76,7 +77,7 @@ func (allowAll) Prompt(context.Context, mediator.PromptRequest) (mediator.Answer
 }
 
 type fixture struct {
-	store   *mediator.Store
+	st      *store.Store
 	policy  *mediator.Policy
 	fetch   *agentfetch.Service
 	browser *fakeBrowser
@@ -86,17 +87,17 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	store, err := mediator.Open(t.TempDir(), mediator.Options{})
+	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
-	policy := mediator.NewPolicy(store, mediator.PolicyOptions{Prompter: allowAll{}})
-	fs, err := agentfetch.New(agentfetch.Config{Store: store, Fetcher: netproxy.New(netproxy.Config{}), Authorizer: policy})
+	t.Cleanup(func() { st.Close() })
+	policy := mediator.NewPolicy(st, mediator.PolicyOptions{Prompter: allowAll{}})
+	fs, err := agentfetch.New(agentfetch.Config{Store: st, Fetcher: netproxy.New(netproxy.Config{}), Authorizer: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{store: store, policy: policy, fetch: fs, browser: &fakeBrowser{}}
+	return &fixture{st: st, policy: policy, fetch: fs, browser: &fakeBrowser{}}
 }
 
 func (f *fixture) install(t testing.TB, id string, perms []mediator.Permission, c mediator.Capabilities) mediator.AgentRecord {
@@ -105,7 +106,7 @@ func (f *fixture) install(t testing.TB, id string, perms []mediator.Permission, 
 	if err := p.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := f.store.InstallAgent(context.Background(), p, "")
+	rec, err := f.st.InstallAgent(context.Background(), p, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func (f *fixture) spec(rec mediator.AgentRecord, module []byte, input string) Ru
 		Fetch: func(ctx context.Context, req netproxy.Request) (*netproxy.Response, error) {
 			return f.fetch.Fetch(ctx, agentfetch.Request{AgentID: rec.Profile.AgentID, Request: req})
 		},
-		LogDenial: func(ctx context.Context, d mediator.Denial) { f.store.LogDenial(ctx, d) },
+		LogDenial: func(ctx context.Context, d mediator.Denial) { f.st.LogDenial(ctx, d) },
 		Events: func(e Event) {
 			f.mu.Lock()
 			f.events = append(f.events, e)
@@ -167,7 +168,7 @@ func TestProbeRunsUnderMediation(t *testing.T) {
 	if len(res.Denials) != 2 || res.Denials[0].Code != mediator.CodeHostNotAllowed {
 		t.Fatalf("denials %+v", res.Denials)
 	}
-	stored, _ := f.store.ListDenials(context.Background(), mediator.DenialFilter{AgentID: "probe"})
+	stored, _ := f.st.ListDenials(context.Background(), store.DenialFilter{AgentID: "probe"})
 	if len(stored.Denials) != 2 {
 		t.Fatalf("denial log has %d records; want 2", len(stored.Denials))
 	}
@@ -250,7 +251,7 @@ func TestLinkTimeDeny(t *testing.T) {
 			if res.Code != mediator.CodeImportNotGranted || !strings.Contains(res.Error, c.want) {
 				t.Fatalf("result %s %q; want import_not_granted naming %s", res.Code, res.Error, c.want)
 			}
-			page, _ := f.store.ListDenials(context.Background(), mediator.DenialFilter{AgentID: "linked"})
+			page, _ := f.st.ListDenials(context.Background(), store.DenialFilter{AgentID: "linked"})
 			if len(page.Denials) != 1 || page.Denials[0].Code != mediator.CodeImportNotGranted || page.Denials[0].Context.Details["import"] != c.want {
 				t.Fatalf("denial log %+v", page.Denials)
 			}

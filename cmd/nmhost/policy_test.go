@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentgate/nmhost/mediator"
 	_ "modernc.org/sqlite"
+
+	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/mediator"
 )
 
 func nmhost(t *testing.T, dir string, args ...string) (string, int) {
@@ -29,7 +31,7 @@ func nmhost(t *testing.T, dir string, args ...string) (string, int) {
 func TestPrefsAndAuditCommands(t *testing.T) {
 	dir := newDataDir(t)
 	ctx := context.Background()
-	s, err := mediator.Open(dir, mediator.Options{})
+	s, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func TestPrefsAndAuditCommands(t *testing.T) {
 	}
 
 	// Someone edits record 2 behind the host's back.
-	db, err := sql.Open("sqlite", filepath.Join(dir, mediator.DBFileName))
+	db, err := sql.Open("sqlite", filepath.Join(dir, store.DBFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

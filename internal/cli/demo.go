@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/nmclient"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -193,7 +194,7 @@ func runDemo(ctx context.Context, env Env) error {
 	}
 	d.expect(r, "origin_not_allowed", "   list-agents from chrome-extension://pppp.../")
 
-	var page mediator.DenialPage
+	var page store.DenialPage
 	if err := d.call(ctx, p.Client, "list-denials", map[string]any{"limit": 100}, &page); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -21,7 +22,7 @@ const followInterval = 250 * time.Millisecond
 
 func runDenials(ctx context.Context, env Env) error {
 	var (
-		f          mediator.DenialFilter
+		f          store.DenialFilter
 		code       string
 		since      string
 		until      string
@@ -43,23 +44,23 @@ func runDenials(ctx context.Context, env Env) error {
 	f.Code = mediator.Code(code)
 	now := time.Now()
 	var err error
-	if f.Since, err = mediator.ParseFilterTime(since, now); err != nil {
+	if f.Since, err = store.ParseFilterTime(since, now); err != nil {
 		return fmt.Errorf("--since: %w", err)
 	}
-	if f.Until, err = mediator.ParseFilterTime(until, now); err != nil {
+	if f.Until, err = store.ParseFilterTime(until, now); err != nil {
 		return fmt.Errorf("--until: %w", err)
 	}
 	dir, err := datadir.Resolve(env.Getenv)
 	if err != nil {
 		return err
 	}
-	store, err := mediator.Open(dir, mediator.Options{})
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer st.Close()
 
-	page, err := store.ListDenials(ctx, f)
+	page, err := st.ListDenials(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func runDenials(ctx context.Context, env Env) error {
 	}
 	if last == 0 {
 		// Nothing matched yet: follow from the newest record of any kind.
-		all, err := store.ListDenials(ctx, mediator.DenialFilter{Limit: 1})
+		all, err := st.ListDenials(ctx, store.DenialFilter{Limit: 1})
 		if err != nil {
 			return err
 		}
@@ -96,7 +97,7 @@ func runDenials(ctx context.Context, env Env) error {
 		}
 		g := f
 		g.BeforeID, g.AfterID, g.Limit = 0, last, 1000
-		page, err := store.ListDenials(ctx, g)
+		page, err := st.ListDenials(ctx, g)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/host"
-	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/wasmhost"
 )
@@ -56,12 +56,12 @@ func runHost(ctx context.Context, env Env) int {
 		log.Warn("launch arguments not understood", "err", callerErr)
 		caller = host.Caller{Origin: strings.Join(env.Args, " ")}
 	}
-	store, err := mediator.Open(dir, mediator.Options{})
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		log.Error("store did not open", "dir", dir, "err", err)
 		return 1
 	}
-	defer store.Close()
+	defer st.Close()
 	fetcher, err := newFetcher(cfg)
 	if err != nil {
 		log.Error("fetcher config refused", "err", err)
@@ -77,7 +77,7 @@ func runHost(ctx context.Context, env Env) int {
 	defer rt.Close(context.WithoutCancel(ctx))
 	log.Info("host started", "origin", caller.Origin, "allowed", allowed, "pid", os.Getpid(), "version", Version)
 	err = host.Serve(ctx, env.Stdin, out, host.Options{
-		Store: store, Fetcher: fetcher, Runtime: rt, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version,
+		Store: st, Fetcher: fetcher, Runtime: rt, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version,
 	})
 	if err != nil {
 		log.Error("host stopped", "err", err)

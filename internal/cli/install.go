@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/manifest"
-	"github.com/agentgate/nmhost/mediator"
 )
 
 type manifestFlags struct {
@@ -185,7 +185,7 @@ func runDoctor(ctx context.Context, env Env) (bool, error) {
 	}
 	checks = append(checks, c)
 	st := manifest.Check{Name: "store " + filepath.Join(dir, "nmhost.db"), OK: true, Detail: "opens"}
-	if s, err := mediator.Open(dir, mediator.Options{}); err != nil {
+	if s, err := store.Open(dir, store.Options{}); err != nil {
 		st.OK, st.Detail = false, err.Error()
 	} else {
 		if _, err := s.ListAgents(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -18,12 +19,12 @@ import (
 // printed what it found.
 var errAuditBroken = errors.New("the audit chain is broken")
 
-func openStore(env Env) (*mediator.Store, error) {
+func openStore(env Env) (*store.Store, error) {
 	dir, err := datadir.Resolve(env.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	return mediator.Open(dir, mediator.Options{})
+	return store.Open(dir, store.Options{})
 }
 
 // runPrefs: nmhost prefs list [--agent A] [--json] | nmhost prefs revoke ID
@@ -44,12 +45,12 @@ func runPrefs(ctx context.Context, env Env) error {
 		if err := parseFlags(fs, sub); err != nil {
 			return err
 		}
-		store, err := openStore(env)
+		st, err := openStore(env)
 		if err != nil {
 			return err
 		}
-		defer store.Close()
-		prefs, err := store.ListPreferences(ctx, agent)
+		defer st.Close()
+		prefs, err := st.ListPreferences(ctx, agent)
 		if err != nil {
 			return err
 		}
@@ -76,12 +77,12 @@ func runPrefs(ctx context.Context, env Env) error {
 		if err != nil || id <= 0 {
 			return fmt.Errorf("%q is not a preference id", sub.Args[0])
 		}
-		store, err := openStore(env)
+		st, err := openStore(env)
 		if err != nil {
 			return err
 		}
-		defer store.Close()
-		ok, err := store.RevokePreference(ctx, id)
+		defer st.Close()
+		ok, err := st.RevokePreference(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -105,12 +106,12 @@ func runAudit(ctx context.Context, env Env) error {
 	sub.Args = env.Args[1:]
 	switch env.Args[0] {
 	case "verify":
-		store, err := openStore(env)
+		st, err := openStore(env)
 		if err != nil {
 			return err
 		}
-		defer store.Close()
-		rep, err := store.VerifyAudit(ctx)
+		defer st.Close()
+		rep, err := st.VerifyAudit(ctx)
 		if err != nil {
 			return err
 		}
@@ -130,12 +131,12 @@ func runAudit(ctx context.Context, env Env) error {
 		if err := parseFlags(fs, sub); err != nil {
 			return err
 		}
-		store, err := openStore(env)
+		st, err := openStore(env)
 		if err != nil {
 			return err
 		}
-		defer store.Close()
-		page, err := store.ListAudit(ctx, 0, n, true)
+		defer st.Close()
+		page, err := st.ListAudit(ctx, 0, n, true)
 		if err != nil {
 			return err
 		}
@@ -168,7 +169,7 @@ func runAudit(ctx context.Context, env Env) error {
 				return nil
 			case <-time.After(followInterval):
 			}
-			page, err := store.ListAudit(ctx, last, mediator.MaxDenialPage, false)
+			page, err := st.ListAudit(ctx, last, store.MaxDenialPage, false)
 			if err != nil {
 				return err
 			}

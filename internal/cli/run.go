@@ -8,12 +8,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentgate/nmhost/internal/agentfetch"
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/host"
 	"github.com/agentgate/nmhost/internal/pagefile"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 )
 
@@ -79,12 +80,12 @@ func runAgent(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	store, err := mediator.Open(dir, mediator.Options{})
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	rec, err := host.InstallAgent(ctx, store, prof, module)
+	defer st.Close()
+	rec, err := host.InstallAgent(ctx, st, prof, module)
 	if err != nil {
 		return err
 	}
@@ -96,14 +97,14 @@ func runAgent(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	policy := mediator.NewPolicy(store, mediator.PolicyOptions{Prompter: prompter})
+	policy := mediator.NewPolicy(st, mediator.PolicyOptions{Prompter: prompter})
 	logDenial := func(ctx context.Context, d mediator.Denial) {
 		if d.Context.Layer == "" {
 			d.Context.Layer = "cli"
 		}
-		_, _ = store.LogDenial(context.WithoutCancel(ctx), d)
+		_, _ = st.LogDenial(context.WithoutCancel(ctx), d)
 	}
-	fetch, err := agentfetch.New(agentfetch.Config{Store: store, Fetcher: fetcher, Authorizer: policy, LogDenial: logDenial})
+	fetch, err := agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: policy, LogDenial: logDenial})
 	if err != nil {
 		return err
 	}

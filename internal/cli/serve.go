@@ -12,10 +12,11 @@ import (
 	"runtime"
 	"strconv"
 
-	"github.com/agentgate/nmhost/internal/agentfetch"
 	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/viewer"
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 )
 
@@ -66,11 +67,11 @@ func runServe(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	store, err := mediator.Open(dir, mediator.Options{})
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer st.Close()
 	cfg, err := datadir.LoadConfig(dir)
 	if err != nil {
 		return err
@@ -81,13 +82,13 @@ func runServe(ctx context.Context, env Env) error {
 	}
 	// No prompter: the viewer has no one to ask, so operations that need a
 	// confirmation are denied with confirmation_required.
-	policy := mediator.NewPolicy(store, mediator.PolicyOptions{})
-	fetch, err := agentfetch.New(agentfetch.Config{Store: store, Fetcher: fetcher, Authorizer: policy,
+	policy := mediator.NewPolicy(st, mediator.PolicyOptions{})
+	fetch, err := agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: policy,
 		LogDenial: func(ctx context.Context, d mediator.Denial) {
 			if d.Context.Layer == "" {
 				d.Context.Layer = "gateway"
 			}
-			_, _ = store.LogDenial(context.WithoutCancel(ctx), d)
+			_, _ = st.LogDenial(context.WithoutCancel(ctx), d)
 		}})
 	if err != nil {
 		return err
@@ -99,7 +100,7 @@ func runServe(ctx context.Context, env Env) error {
 	defer rt.Close(context.WithoutCancel(ctx))
 
 	srv, err := viewer.New(viewer.Config{
-		Store: store, Token: token, Runtime: rt, Fetch: fetch, Authorizer: policy,
+		Store: st, Token: token, Runtime: rt, Fetch: fetch, Authorizer: policy,
 		UnsafeBindHost: unsafeHost, Log: log,
 	})
 	if err != nil {

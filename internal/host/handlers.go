@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/agentgate/nmhost/internal/agentfetch"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
 )
 
 // MaxModuleBytes bounds an agent module carried by install-agent.
@@ -69,7 +70,7 @@ func handleInstallAgent(ctx context.Context, s *server, req *request) (any, erro
 
 // InstallAgent installs (or re-installs) an agent with its module, which
 // may be nil: the install-agent message and `nmhost run` both come here.
-func InstallAgent(ctx context.Context, store *mediator.Store, prof mediator.Profile, module []byte) (mediator.AgentRecord, error) {
+func InstallAgent(ctx context.Context, st *store.Store, prof mediator.Profile, module []byte) (mediator.AgentRecord, error) {
 	// The ACL is validated now so a bad entry is refused at install, with
 	// its canonical form, rather than silently never matching later.
 	if _, err := netproxy.NewACL(prof.Capabilities.AllowedHosts); err != nil {
@@ -84,11 +85,11 @@ func InstallAgent(ctx context.Context, store *mediator.Store, prof mediator.Prof
 			return mediator.AgentRecord{}, mediator.Errorf(mediator.CodeBadRequest, "module is not a WebAssembly binary (version 1)")
 		}
 		var err error
-		if sha, err = store.PutModule(ctx, module); err != nil {
+		if sha, err = st.PutModule(ctx, module); err != nil {
 			return mediator.AgentRecord{}, fmt.Errorf("agent[%s] module: %w", prof.AgentID, err)
 		}
 	}
-	rec, err := store.InstallAgent(ctx, prof, sha)
+	rec, err := st.InstallAgent(ctx, prof, sha)
 	if err != nil {
 		return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
 	}
@@ -211,7 +212,7 @@ func handleNetworkFetch(ctx context.Context, s *server, req *request) (any, erro
 }
 
 func handleListDenials(ctx context.Context, s *server, req *request) (any, error) {
-	var f mediator.DenialFilter
+	var f store.DenialFilter
 	if err := req.decode(&f); err != nil {
 		return nil, err
 	}
@@ -290,8 +291,8 @@ func handleListAudit(ctx context.Context, s *server, req *request) (any, error) 
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	if p.AfterSeq < 0 || p.Limit < 0 || p.Limit > mediator.MaxDenialPage {
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "afterSeq must be >= 0 and limit in 0..%d", mediator.MaxDenialPage)
+	if p.AfterSeq < 0 || p.Limit < 0 || p.Limit > store.MaxDenialPage {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "afterSeq must be >= 0 and limit in 0..%d", store.MaxDenialPage)
 	}
 	return s.opts.Store.ListAudit(ctx, p.AfterSeq, p.Limit, p.Tail)
 }

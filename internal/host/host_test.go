@@ -16,18 +16,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/agentfetch"
 	"github.com/agentgate/nmhost/internal/nmclient"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
 )
 
 const testOrigin = "chrome-extension://abcdefghijklmnopabcdefghijklmnop/"
 
 type harness struct {
 	t      *testing.T
-	store  *mediator.Store
+	st     *store.Store
 	client *nmclient.Client
 	in     *io.PipeWriter // host's stdin
 	done   chan error     // Serve's result
@@ -35,21 +36,21 @@ type harness struct {
 
 func newHarness(t *testing.T, allowed bool) *harness {
 	t.Helper()
-	store, err := mediator.Open(t.TempDir(), mediator.Options{})
+	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { st.Close() })
 	fetcher := netproxy.New(netproxy.Config{Resolver: testwasm.Resolver{
 		"rebind.test": {netip.MustParseAddr("127.0.0.1")},
 		"intra.test":  {netip.MustParseAddr("10.1.2.3")},
 	}})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	h := &harness{t: t, store: store, in: inW, done: make(chan error, 1)}
+	h := &harness{t: t, st: st, in: inW, done: make(chan error, 1)}
 	go func() {
 		err := Serve(context.Background(), inR, outW, Options{
-			Store: store, Fetcher: fetcher, Runtime: sharedRuntime(), Caller: Caller{Origin: testOrigin, Browser: "chromium"},
+			Store: st, Fetcher: fetcher, Runtime: sharedRuntime(), Caller: Caller{Origin: testOrigin, Browser: "chromium"},
 			OriginAllowed: allowed, Version: "test",
 		})
 		outW.Close()
@@ -215,10 +216,10 @@ func TestUnknownOriginGetsOnlyRefusals(t *testing.T) {
 			}
 		})
 	}
-	if agents, _ := h.store.ListAgents(context.Background()); len(agents) != 0 {
+	if agents, _ := h.st.ListAgents(context.Background()); len(agents) != 0 {
 		t.Fatalf("an unknown origin installed %d agents", len(agents))
 	}
-	page, err := h.store.ListDenials(context.Background(), mediator.DenialFilter{Code: mediator.CodeOriginNotAllowed})
+	page, err := h.st.ListDenials(context.Background(), store.DenialFilter{Code: mediator.CodeOriginNotAllowed})
 	if err != nil || len(page.Denials) != 5 {
 		t.Fatalf("want 5 origin denials logged, got %d (%v)", len(page.Denials), err)
 	}
@@ -279,7 +280,7 @@ func TestFetchDecisions(t *testing.T) {
 			before := time.Now().UnixMilli()
 			r := h.call("network-fetch", map[string]any{"agentId": tc.agent, "url": tc.url})
 			h.wantCode(r, tc.code)
-			page, err := h.store.ListDenials(context.Background(), mediator.DenialFilter{Limit: 1})
+			page, err := h.st.ListDenials(context.Background(), store.DenialFilter{Limit: 1})
 			if err != nil || len(page.Denials) != 1 {
 				t.Fatalf("no denial logged: %v", err)
 			}
@@ -354,7 +355,7 @@ func TestInstallAgentRefusals(t *testing.T) {
 			h.wantCode(h.call("install-agent", tc.params), tc.code)
 		})
 	}
-	if agents, _ := h.store.ListAgents(context.Background()); len(agents) != 0 {
+	if agents, _ := h.st.ListAgents(context.Background()); len(agents) != 0 {
 		t.Fatalf("refused installs left %d agents", len(agents))
 	}
 }
@@ -468,7 +469,7 @@ func TestListDenialsFiltersAndPages(t *testing.T) {
 	ctx := context.Background()
 	for i := range 25 {
 		agent := fmt.Sprintf("agent-%d", i%2)
-		if _, err := h.store.LogDenial(ctx, mediator.Denial{AgentID: agent, Permission: "network.fetch", Code: mediator.CodeHostNotAllowed,
+		if _, err := h.st.LogDenial(ctx, mediator.Denial{AgentID: agent, Permission: "network.fetch", Code: mediator.CodeHostNotAllowed,
 			Context: mediator.DenialContext{Reason: "test", URL: fmt.Sprintf("http://h%d.test/", i)}}); err != nil {
 			t.Fatal(err)
 		}
@@ -476,7 +477,7 @@ func TestListDenialsFiltersAndPages(t *testing.T) {
 	seen := map[int64]bool{}
 	var cursor int64
 	for pages := 0; ; pages++ {
-		var page mediator.DenialPage
+		var page store.DenialPage
 		h.mustOK("list-denials", map[string]any{"agentId": "agent-1", "limit": 5, "beforeId": cursor}, &page)
 		for _, d := range page.Denials {
 			if d.AgentID != "agent-1" || seen[d.ID] {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -113,7 +114,7 @@ func TestPostAsksAndAlwaysAnswersAreRemembered(t *testing.T) {
 					t.Fatal("no prompt after the preference was revoked")
 				}
 			}
-			var audit mediator.AuditPage
+			var audit store.AuditPage
 			h.mustOK("list-audit", map[string]any{"limit": 100}, &audit)
 			if len(audit.Records) == 0 || strings.Contains(string(mustJSON(t, audit)), "secret form contents") {
 				t.Fatalf("audit %d records (or holds the body)", len(audit.Records))
@@ -154,7 +155,7 @@ func TestPromptWithNobodyAnsweringDenies(t *testing.T) {
 	if web.hits.Load() != 0 {
 		t.Fatal("an unanswered DELETE reached the server")
 	}
-	page, _ := h.store.ListDenials(t.Context(), mediator.DenialFilter{AgentID: "poster"})
+	page, _ := h.st.ListDenials(t.Context(), store.DenialFilter{AgentID: "poster"})
 	if len(page.Denials) != 1 || page.Denials[0].Code != mediator.CodeNoBrowser {
 		t.Fatalf("denials %+v; want one no_browser", page.Denials)
 	}

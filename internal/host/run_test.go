@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/nmclient"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/wasmhost"
@@ -100,7 +101,7 @@ func TestRunAgentStreamsAndAnswersBrowserCalls(t *testing.T) {
 	if strings.Join(seen, ",") != want {
 		t.Fatalf("extension saw %q\nwant %q", strings.Join(seen, ","), want)
 	}
-	page, _ := h.store.ListDenials(context.Background(), mediator.DenialFilter{AgentID: "probe"})
+	page, _ := h.st.ListDenials(context.Background(), store.DenialFilter{AgentID: "probe"})
 	if len(page.Denials) != 1 || page.Denials[0].Code != mediator.CodeHostNotAllowed {
 		t.Fatalf("denials %+v", page.Denials)
 	}

@@ -13,10 +13,11 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/agentgate/nmhost/internal/agentfetch"
 	"github.com/agentgate/nmhost/internal/frame"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 )
 
@@ -27,7 +28,7 @@ const ProtocolVersion = 1
 // Options configures Serve. Store, Fetcher and Authorizer are required;
 // the rest have safe zero values.
 type Options struct {
-	Store   *mediator.Store
+	Store   *store.Store
 	Fetcher *netproxy.Fetcher
 	// Authorizer decides every agent operation after its grant and ACL
 	// checks. Default: mediator.Policy over Store, asking the user through

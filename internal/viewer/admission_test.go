@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -53,7 +54,7 @@ func TestEveryRequestNeedsTheToken(t *testing.T) {
 	}
 	for name, opt := range map[string]reqOpt{"bearer": bearer(good), "cookie": cookie(v.cookieName(), good)} {
 		t.Run("accepted "+name, func(t *testing.T) {
-			var p mediator.DenialPage
+			var p store.DenialPage
 			v.api("GET", "/api/denials", "", 200, &p, opt)
 		})
 	}
@@ -178,7 +179,7 @@ func TestStateChangesNeedSameOrigin(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			status, b, _ := v.do("PUT", path, body, c.opts...)
 			wantRefusal(t, status, b, http.StatusForbidden, mediator.CodeUnauthorized)
-			if _, err := v.store.SessionSettings(t.Context(), "s1"); mediator.CodeOf(err) != mediator.CodeUnknownSession {
+			if _, err := v.st.SessionSettings(t.Context(), "s1"); mediator.CodeOf(err) != mediator.CodeUnknownSession {
 				t.Fatalf("a refused request created the session: %v", err)
 			}
 		})

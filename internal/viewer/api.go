@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -108,7 +109,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 // denialQuery is a parsed /api/denials query: the store's filter plus a
 // text search the store has no index for.
 type denialQuery struct {
-	filter mediator.DenialFilter
+	filter store.DenialFilter
 	search string
 }
 
@@ -139,9 +140,9 @@ func parseDenialQuery(q url.Values, now time.Time) (denialQuery, error) {
 			}
 			dq.search = strings.ToLower(v)
 		case "since":
-			f.Since, err = mediator.ParseFilterTime(v, now)
+			f.Since, err = store.ParseFilterTime(v, now)
 		case "until":
-			f.Until, err = mediator.ParseFilterTime(v, now)
+			f.Until, err = store.ParseFilterTime(v, now)
 		case "beforeId":
 			f.BeforeID, err = parseID(v)
 		case "afterId":
@@ -149,8 +150,8 @@ func parseDenialQuery(q url.Values, now time.Time) (denialQuery, error) {
 		case "limit":
 			var n int64
 			n, err = strconv.ParseInt(v, 10, 32)
-			if err == nil && (n < 1 || n > mediator.MaxDenialPage) {
-				err = fmt.Errorf("must be 1-%d", mediator.MaxDenialPage)
+			if err == nil && (n < 1 || n > store.MaxDenialPage) {
+				err = fmt.Errorf("must be 1-%d", store.MaxDenialPage)
 			}
 			f.Limit = int(n)
 		default:
@@ -197,22 +198,22 @@ const searchScanLimit = 20_000
 // page returns one page of matching denials. Without a search this is one
 // store query; with one it reads store pages until the page is full or the
 // scan budget is spent.
-func (s *Server) page(r *http.Request, dq denialQuery) (mediator.DenialPage, error) {
+func (s *Server) page(r *http.Request, dq denialQuery) (store.DenialPage, error) {
 	if dq.search == "" {
 		return s.cfg.Store.ListDenials(r.Context(), dq.filter)
 	}
 	want := dq.filter.Limit
 	if want <= 0 {
-		want = mediator.DefaultDenialPage
+		want = store.DefaultDenialPage
 	}
 	f := dq.filter
-	f.Limit = mediator.MaxDenialPage
-	out := mediator.DenialPage{Denials: []mediator.Denial{}}
+	f.Limit = store.MaxDenialPage
+	out := store.DenialPage{Denials: []mediator.Denial{}}
 	scanned := 0
 	for {
 		p, err := s.cfg.Store.ListDenials(r.Context(), f)
 		if err != nil {
-			return mediator.DenialPage{}, err
+			return store.DenialPage{}, err
 		}
 		for i, d := range p.Denials {
 			if !dq.matches(d) {
@@ -228,7 +229,7 @@ func (s *Server) page(r *http.Request, dq denialQuery) (mediator.DenialPage, err
 		}
 		scanned += len(p.Denials)
 		if f.AfterID > 0 {
-			if len(p.Denials) < mediator.MaxDenialPage {
+			if len(p.Denials) < store.MaxDenialPage {
 				return out, nil
 			}
 			f.AfterID = p.Denials[len(p.Denials)-1].ID
@@ -283,7 +284,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 0, mediator.Errorf(mediator.CodeBadRequest, "an export pages newest first; use beforeId, not afterId"))
 		return
 	}
-	dq.filter.Limit = mediator.MaxDenialPage
+	dq.filter.Limit = store.MaxDenialPage
 	// Fetch the first page before committing to a 200.
 	p, err := s.cfg.Store.ListDenials(r.Context(), dq.filter)
 	if err != nil {

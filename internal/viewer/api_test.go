@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -74,7 +75,7 @@ func TestSessionSettingsAPI(t *testing.T) {
 }
 
 // seedDenials writes n denials for each agent, alternating permissions.
-func seedDenials(t *testing.T, s *mediator.Store, n int, agents ...string) {
+func seedDenials(t *testing.T, s *store.Store, n int, agents ...string) {
 	t.Helper()
 	for i := range n {
 		for _, a := range agents {
@@ -93,9 +94,9 @@ func seedDenials(t *testing.T, s *mediator.Store, n int, agents ...string) {
 
 func TestDenialsAPIFiltersAndPages(t *testing.T) {
 	v := newTestViewer(t, nil)
-	seedDenials(t, v.store, 10, "alpha", "beta")
+	seedDenials(t, v.st, 10, "alpha", "beta")
 
-	var p mediator.DenialPage
+	var p store.DenialPage
 	v.api("GET", "/api/denials?agentId=alpha&permission=network.fetch&limit=3", "", 200, &p)
 	if len(p.Denials) != 3 || p.NextBeforeID == 0 {
 		t.Fatalf("page: %d denials, next %d", len(p.Denials), p.NextBeforeID)
@@ -105,7 +106,7 @@ func TestDenialsAPIFiltersAndPages(t *testing.T) {
 			t.Fatalf("filter leaked %+v", d)
 		}
 	}
-	var p2 mediator.DenialPage
+	var p2 store.DenialPage
 	v.api("GET", fmt.Sprintf("/api/denials?agentId=alpha&permission=network.fetch&limit=3&beforeId=%d", p.NextBeforeID), "", 200, &p2)
 	if len(p2.Denials) != 2 || p2.NextBeforeID != 0 || p2.Denials[0].ID >= p.Denials[2].ID {
 		t.Fatalf("second page: %+v", p2)
@@ -151,9 +152,9 @@ func TestDenialsAPIFiltersAndPages(t *testing.T) {
 
 func TestExportFollowsTheFilters(t *testing.T) {
 	v := newTestViewer(t, nil)
-	seedDenials(t, v.store, 3, "alpha", "beta")
+	seedDenials(t, v.st, 3, "alpha", "beta")
 	// A hostile agent id and reason meant for a spreadsheet.
-	if _, err := v.store.LogDenial(context.Background(), mediator.Denial{AgentID: "=cmd", Permission: "network.fetch", Code: mediator.CodeHostNotAllowed,
+	if _, err := v.st.LogDenial(context.Background(), mediator.Denial{AgentID: "=cmd", Permission: "network.fetch", Code: mediator.CodeHostNotAllowed,
 		Context: mediator.DenialContext{URL: "https://x.test/", Reason: "+SUM(A1)\nline two, \"quoted\""}}); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestExportFollowsTheFilters(t *testing.T) {
 
 func TestExportOfManyPagesIsComplete(t *testing.T) {
 	v := newTestViewer(t, nil)
-	seedDenials(t, v.store, 1201, "alpha")
+	seedDenials(t, v.st, 1201, "alpha")
 	_, body, _ := v.do("GET", "/api/denials/export?format=jsonl", "", bearer(v.token.String()))
 	if n := strings.Count(body, "\n"); n != 1201 {
 		t.Fatalf("export has %d lines; want 1201", n)
@@ -202,7 +203,7 @@ func TestExportOfManyPagesIsComplete(t *testing.T) {
 func TestAgentsAndRevoke(t *testing.T) {
 	v := newTestViewer(t, nil)
 	p := mediator.Profile{AgentID: "reader", Permissions: mediator.Permissions{Required: []mediator.Permission{"page.read", "clipboard.write"}}}
-	if _, err := v.store.InstallAgent(context.Background(), p, ""); err != nil {
+	if _, err := v.st.InstallAgent(context.Background(), p, ""); err != nil {
 		t.Fatal(err)
 	}
 	var list struct{ Agents []mediator.AgentRecord }
@@ -219,7 +220,7 @@ func TestAgentsAndRevoke(t *testing.T) {
 	if !rep.Revoked || len(rep.Agent.Grants) != 1 {
 		t.Fatalf("revoke: %+v", rep)
 	}
-	if d := v.store.Check(context.Background(), "reader", "clipboard.write"); d.Allowed || d.Code != mediator.CodePermissionNotGranted {
+	if d := v.st.Check(context.Background(), "reader", "clipboard.write"); d.Allowed || d.Code != mediator.CodePermissionNotGranted {
 		t.Fatalf("after revoke: %+v", d)
 	}
 	tok := v.token.String()
@@ -241,7 +242,7 @@ func TestAgentsAndRevoke(t *testing.T) {
 			wantRefusal(t, status, body, c.status, c.code)
 		})
 	}
-	if d := v.store.Check(context.Background(), "reader", "page.read"); !d.Allowed {
+	if d := v.st.Check(context.Background(), "reader", "page.read"); !d.Allowed {
 		t.Fatalf("a refused revoke revoked: %+v", d)
 	}
 }

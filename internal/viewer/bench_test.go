@@ -15,9 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentgate/nmhost/mediator"
 	"github.com/gorilla/websocket"
 	_ "modernc.org/sqlite"
+
+	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/mediator"
 )
 
 const benchRows = 1_000_000
@@ -58,14 +60,14 @@ func fillDenials(b *testing.B, dir string, n int) {
 
 // benchViewer is newTestViewer for benchmarks, with fill records
 // already in the store.
-func benchViewer(b *testing.B, fill int, tweak func(*Config)) (base string, tok string, store *mediator.Store, srv *Server) {
+func benchViewer(b *testing.B, fill int, tweak func(*Config)) (base string, tok string, st *store.Store, srv *Server) {
 	b.Helper()
 	dir := b.TempDir()
-	store, err := mediator.Open(dir, mediator.Options{})
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { store.Close() })
+	b.Cleanup(func() { st.Close() })
 	if fill > 0 {
 		fillDenials(b, dir, fill)
 	}
@@ -73,7 +75,7 @@ func benchViewer(b *testing.B, fill int, tweak func(*Config)) (base string, tok 
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := Config{Store: store, Token: token}
+	cfg := Config{Store: st, Token: token}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -89,7 +91,7 @@ func benchViewer(b *testing.B, fill int, tweak func(*Config)) (base string, tok 
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	b.Cleanup(func() { cancel(); <-done })
-	return "http://" + ln.Addr().String(), token.String(), store, srv
+	return "http://" + ln.Addr().String(), token.String(), st, srv
 }
 
 // BenchmarkDenialsPageHTTP: one filtered page of 100 from 1,000,000
@@ -120,7 +122,7 @@ func BenchmarkDenialsPageHTTP(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				var p mediator.DenialPage
+				var p store.DenialPage
 				err = json.NewDecoder(resp.Body).Decode(&p)
 				resp.Body.Close()
 				if err != nil || resp.StatusCode != 200 {
@@ -142,7 +144,7 @@ func BenchmarkDenialsPageHTTP(b *testing.B) {
 // 99th-percentile delay from write to receipt.
 func BenchmarkLiveFanOut(b *testing.B) {
 	const clients, perSecond = 50, 1000
-	base, tok, store, srv := benchViewer(b, 0, nil)
+	base, tok, st, srv := benchViewer(b, 0, nil)
 	var wg sync.WaitGroup
 	var received atomic.Int64
 	var mu sync.Mutex
@@ -194,7 +196,7 @@ func BenchmarkLiveFanOut(b *testing.B) {
 	tick := time.NewTicker(time.Second / perSecond)
 	for range total {
 		<-tick.C
-		d, err := store.LogDenial(context.Background(), mediator.Denial{AgentID: "fan", Permission: "network.fetch",
+		d, err := st.LogDenial(context.Background(), mediator.Denial{AgentID: "fan", Permission: "network.fetch",
 			Code: mediator.CodeHostNotAllowed, Context: mediator.DenialContext{URL: "https://x.test/", Reason: "bench"}})
 		if err != nil {
 			b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -28,7 +29,7 @@ func FuzzParseDenialQuery(f *testing.F) {
 			return
 		}
 		fl := dq.filter
-		if fl.Limit < 0 || fl.Limit > mediator.MaxDenialPage || fl.Since < 0 || fl.BeforeID < 0 || fl.AfterID < 0 || len(dq.search) > 256*4 {
+		if fl.Limit < 0 || fl.Limit > store.MaxDenialPage || fl.Since < 0 || fl.BeforeID < 0 || fl.AfterID < 0 || len(dq.search) > 256*4 {
 			t.Fatalf("accepted an out-of-bounds filter %+v from %q", fl, raw)
 		}
 	})

@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentgate/nmhost/mediator"
 	"github.com/gorilla/websocket"
+
+	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // hub is the live tail: one goroutine polls the store for denials written
@@ -16,7 +18,7 @@ import (
 // websocket client. Polling the shared SQLite file is what lets a viewer
 // see denials from host processes it has never heard of.
 type hub struct {
-	store    *mediator.Store
+	st       *store.Store
 	interval time.Duration
 	log      *slog.Logger
 
@@ -27,14 +29,14 @@ type hub struct {
 	done chan struct{}
 }
 
-func newHub(store *mediator.Store, interval time.Duration, log *slog.Logger) *hub {
-	return &hub{store: store, interval: interval, log: log, clients: map[*client]struct{}{}, done: make(chan struct{})}
+func newHub(st *store.Store, interval time.Duration, log *slog.Logger) *hub {
+	return &hub{st: st, interval: interval, log: log, clients: map[*client]struct{}{}, done: make(chan struct{})}
 }
 
 // start reads the current head, so that only denials written from now on
 // are tailed, and starts polling until ctx ends.
 func (h *hub) start(ctx context.Context) error {
-	p, err := h.store.ListDenials(ctx, mediator.DenialFilter{Limit: 1})
+	p, err := h.st.ListDenials(ctx, store.DenialFilter{Limit: 1})
 	if err != nil {
 		close(h.done)
 		return err
@@ -73,7 +75,7 @@ func (h *hub) poll(ctx context.Context) {
 	after := h.head
 	h.mu.Unlock()
 	for {
-		p, err := h.store.ListDenials(ctx, mediator.DenialFilter{AfterID: after, Limit: mediator.MaxDenialPage})
+		p, err := h.st.ListDenials(ctx, store.DenialFilter{AfterID: after, Limit: store.MaxDenialPage})
 		if err != nil {
 			if ctx.Err() == nil {
 				h.log.Warn("live tail: reading the denial log failed", "err", err)
@@ -84,7 +86,7 @@ func (h *hub) poll(ctx context.Context) {
 			h.publish(d)
 			after = d.ID
 		}
-		if len(p.Denials) < mediator.MaxDenialPage {
+		if len(p.Denials) < store.MaxDenialPage {
 			return
 		}
 	}

@@ -12,15 +12,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/agentfetch"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 )
 
 // Config configures a viewer Server. Store and Token are required; every
 // other field has a safe zero value.
 type Config struct {
-	Store *mediator.Store
+	Store *store.Store
 	// Token admits requests. The zero Token admits none.
 	Token Token
 

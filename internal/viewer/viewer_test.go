@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentgate/nmhost/mediator"
 	"github.com/gorilla/websocket"
+
+	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // testViewer is a Server listening on a real loopback port over a real
@@ -20,7 +22,7 @@ import (
 type testViewer struct {
 	t     *testing.T
 	srv   *Server
-	store *mediator.Store
+	st    *store.Store
 	dir   string
 	base  string // http://127.0.0.1:PORT
 	host  string // 127.0.0.1:PORT
@@ -30,16 +32,16 @@ type testViewer struct {
 func newTestViewer(t *testing.T, tweak func(*Config)) *testViewer {
 	t.Helper()
 	dir := t.TempDir()
-	store, err := mediator.Open(dir, mediator.Options{})
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { st.Close() })
 	token, err := LoadOrCreateToken(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Store: store, Token: token, PollInterval: 20 * time.Millisecond}
+	cfg := Config{Store: st, Token: token, PollInterval: 20 * time.Millisecond}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -61,7 +63,7 @@ func newTestViewer(t *testing.T, tweak func(*Config)) *testViewer {
 		}
 	})
 	host := ln.Addr().String()
-	return &testViewer{t: t, srv: srv, store: store, dir: dir, base: "http://" + host, host: host, token: token}
+	return &testViewer{t: t, srv: srv, st: st, dir: dir, base: "http://" + host, host: host, token: token}
 }
 
 // noRedirect is a client that shows redirects instead of following them.

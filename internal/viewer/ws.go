@@ -8,11 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/agentfetch"
+	"github.com/gorilla/websocket"
+
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
-	"github.com/gorilla/websocket"
 )
 
 // client is one websocket connection. Everything it is sent goes through

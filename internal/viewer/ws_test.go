@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/agentfetch"
+	"github.com/gorilla/websocket"
+
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
-	"github.com/gorilla/websocket"
 )
 
 func TestWebsocketRefusesOtherOrigins(t *testing.T) {
@@ -74,11 +76,11 @@ func TestWebsocketRefusesOtherOrigins(t *testing.T) {
 
 func TestLiveTailSeesOtherProcessesDenials(t *testing.T) {
 	v := newTestViewer(t, nil)
-	seedDenials(t, v.store, 1, "before")
+	seedDenials(t, v.st, 1, "before")
 	c := v.browserWS()
 	hello := readWS(t, c, "hello", 5*time.Second)
 	// Another host process: its own handle on the same files.
-	other, err := mediator.Open(v.dir, mediator.Options{})
+	other, err := store.Open(v.dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +183,7 @@ func TestNonReadingClientIsDroppedOthersKeepUp(t *testing.T) {
 		received <- seen
 	}()
 	for i := range n {
-		if _, err := v.store.LogDenial(context.Background(), mediator.Denial{AgentID: "flood", Permission: "network.fetch",
+		if _, err := v.st.LogDenial(context.Background(), mediator.Denial{AgentID: "flood", Permission: "network.fetch",
 			Code: mediator.CodeHostNotAllowed, Context: mediator.DenialContext{Reason: "flood", Details: details, URL: fmt.Sprintf("https://f.test/%d", i)}}); err != nil {
 			t.Fatal(err)
 		}
@@ -233,14 +235,14 @@ func TestRunInSessionContext(t *testing.T) {
 		}
 		c.Runtime, c.Fetch, c.Authorizer = rt, fetch, policy
 	})
-	sha, err := v.store.PutModule(context.Background(), module)
+	sha, err := v.st.PutModule(context.Background(), module)
 	if err != nil {
 		t.Fatal(err)
 	}
 	prof := mediator.Profile{AgentID: "probe",
 		Permissions:  mediator.Permissions{Required: mediator.KnownPermissions},
 		Capabilities: mediator.Capabilities{NetworkAccess: true, AllowedHosts: []string{"rebind.test"}}}
-	if _, err := v.store.InstallAgent(context.Background(), prof, sha); err != nil {
+	if _, err := v.st.InstallAgent(context.Background(), prof, sha); err != nil {
 		t.Fatal(err)
 	}
 	for _, level := range []string{"low", "medium", "high"} {
@@ -304,7 +306,7 @@ func TestRunInSessionContext(t *testing.T) {
 		})
 	}
 	// The denials are in the log, tagged with their session.
-	p, err := v.store.ListDenials(context.Background(), mediator.DenialFilter{AgentID: "probe"})
+	p, err := v.st.ListDenials(context.Background(), store.DenialFilter{AgentID: "probe"})
 	if err != nil || len(p.Denials) != 4 {
 		t.Fatalf("logged denials: %d %v", len(p.Denials), err)
 	}
@@ -323,7 +325,7 @@ func TestRunInSessionContext(t *testing.T) {
 	// A client cannot start runs without bound: past maxRunsPerClient at
 	// once, a run is refused and the others go on (here to their timeout).
 	prof.Capabilities.ExecutionTimeout = 1000
-	if _, err := v.store.InstallAgent(context.Background(), prof, sha); err != nil {
+	if _, err := v.st.InstallAgent(context.Background(), prof, sha); err != nil {
 		t.Fatal(err)
 	}
 	for i := range maxRunsPerClient + 1 {

@@ -1,4 +1,4 @@
-package mediator
+package store
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // fixedClock returns a clock that starts at a fixed instant and advances one
@@ -30,20 +32,20 @@ func openTestStore(t testing.TB, dir string) *Store {
 	return s
 }
 
-func testProfile(id string, required, optional []Permission) Profile {
-	p := Profile{AgentID: id, Permissions: Permissions{Required: required, Optional: optional}}
+func testProfile(id string, required, optional []mediator.Permission) mediator.Profile {
+	p := mediator.Profile{AgentID: id, Permissions: mediator.Permissions{Required: required, Optional: optional}}
 	if err := p.Normalize(); err != nil {
 		panic(err)
 	}
 	return p
 }
 
-func wantCode(t *testing.T, err error, want Code) {
+func wantCode(t *testing.T, err error, want mediator.Code) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("err = nil; want code %s", want)
 	}
-	if got := CodeOf(err); got != want {
+	if got := mediator.CodeOf(err); got != want {
 		t.Fatalf("code = %s; want %s (err: %v)", got, want, err)
 	}
 }
@@ -104,14 +106,14 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 }
 
 func TestZeroDecisionDenies(t *testing.T) {
-	var d Decision
+	var d mediator.Decision
 	if d.Allowed {
 		t.Fatal("zero Decision allows")
 	}
-	if CodeOf(d.Err()) != CodeInternal {
-		t.Fatalf("zero Decision error code = %s; want internal_error", CodeOf(d.Err()))
+	if mediator.CodeOf(d.Err()) != mediator.CodeInternal {
+		t.Fatalf("zero Decision error code = %s; want internal_error", mediator.CodeOf(d.Err()))
 	}
-	if (Decision{Allowed: true}).Err() == nil {
+	if (mediator.Decision{Allowed: true}).Err() == nil {
 		t.Fatal("a Decision with Allowed but no code must still deny")
 	}
 }
@@ -119,19 +121,19 @@ func TestZeroDecisionDenies(t *testing.T) {
 func TestCheckMatrix(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, t.TempDir())
-	if _, err := s.InstallAgent(ctx, testProfile("agent-1", []Permission{PermConsoleLog}, []Permission{PermNetworkFetch, PermPageRead}), ""); err != nil {
+	if _, err := s.InstallAgent(ctx, testProfile("agent-1", []mediator.Permission{mediator.PermConsoleLog}, []mediator.Permission{mediator.PermNetworkFetch, mediator.PermPageRead}), ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.InstallAgent(ctx, testProfile("gone", []Permission{PermConsoleLog}, nil), ""); err != nil {
+	if _, err := s.InstallAgent(ctx, testProfile("gone", []mediator.Permission{mediator.PermConsoleLog}, nil), ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Grant(ctx, "agent-1", PermNetworkFetch); err != nil {
+	if _, err := s.Grant(ctx, "agent-1", mediator.PermNetworkFetch); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Grant(ctx, "agent-1", PermPageRead); err != nil {
+	if _, err := s.Grant(ctx, "agent-1", mediator.PermPageRead); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.Revoke(ctx, "agent-1", PermPageRead); err != nil || !ok {
+	if ok, err := s.Revoke(ctx, "agent-1", mediator.PermPageRead); err != nil || !ok {
 		t.Fatalf("Revoke = %v, %v; want true, nil", ok, err)
 	}
 	if err := s.UninstallAgent(ctx, "gone"); err != nil {
@@ -141,22 +143,22 @@ func TestCheckMatrix(t *testing.T) {
 	cases := []struct {
 		name    string
 		agent   string
-		perm    Permission
+		perm    mediator.Permission
 		allowed bool
-		code    Code
+		code    mediator.Code
 	}{
-		{"granted at install", "agent-1", PermConsoleLog, true, CodeAllowed},
-		{"granted by user", "agent-1", PermNetworkFetch, true, CodeAllowed},
-		{"revoked", "agent-1", PermPageRead, false, CodePermissionNotGranted},
-		{"requested never granted", "agent-1", PermClipboardRead, false, CodePermissionNotGranted},
-		{"unknown agent", "nobody", PermConsoleLog, false, CodeUnknownAgent},
-		{"invalid agent id", "../agent-1", PermConsoleLog, false, CodeUnknownAgent},
-		{"empty agent id", "", PermConsoleLog, false, CodeUnknownAgent},
-		{"unknown permission", "agent-1", "fs.write", false, CodeUnknownPermission},
-		{"run is not a permission", "agent-1", "run", false, CodeUnknownPermission},
-		{"ffi is not a permission", "agent-1", "ffi", false, CodeUnknownPermission},
-		{"empty permission", "agent-1", "", false, CodeUnknownPermission},
-		{"after uninstall", "gone", PermConsoleLog, false, CodeUnknownAgent},
+		{"granted at install", "agent-1", mediator.PermConsoleLog, true, mediator.CodeAllowed},
+		{"granted by user", "agent-1", mediator.PermNetworkFetch, true, mediator.CodeAllowed},
+		{"revoked", "agent-1", mediator.PermPageRead, false, mediator.CodePermissionNotGranted},
+		{"requested never granted", "agent-1", mediator.PermClipboardRead, false, mediator.CodePermissionNotGranted},
+		{"unknown agent", "nobody", mediator.PermConsoleLog, false, mediator.CodeUnknownAgent},
+		{"invalid agent id", "../agent-1", mediator.PermConsoleLog, false, mediator.CodeUnknownAgent},
+		{"empty agent id", "", mediator.PermConsoleLog, false, mediator.CodeUnknownAgent},
+		{"unknown permission", "agent-1", "fs.write", false, mediator.CodeUnknownPermission},
+		{"run is not a permission", "agent-1", "run", false, mediator.CodeUnknownPermission},
+		{"ffi is not a permission", "agent-1", "ffi", false, mediator.CodeUnknownPermission},
+		{"empty permission", "agent-1", "", false, mediator.CodeUnknownPermission},
+		{"after uninstall", "gone", mediator.PermConsoleLog, false, mediator.CodeUnknownAgent},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -175,27 +177,27 @@ func TestCheckMatrix(t *testing.T) {
 
 	t.Run("store error denies", func(t *testing.T) {
 		s2 := openTestStore(t, t.TempDir())
-		if _, err := s2.InstallAgent(ctx, testProfile("a", []Permission{PermConsoleLog}, nil), ""); err != nil {
+		if _, err := s2.InstallAgent(ctx, testProfile("a", []mediator.Permission{mediator.PermConsoleLog}, nil), ""); err != nil {
 			t.Fatal(err)
 		}
 		s2.Close()
-		d := s2.Check(ctx, "a", PermConsoleLog)
-		if d.Allowed || d.Code != CodeInternal {
+		d := s2.Check(ctx, "a", mediator.PermConsoleLog)
+		if d.Allowed || d.Code != mediator.CodeInternal {
 			t.Fatalf("Check on a closed store = %+v; want deny internal_error", d)
 		}
 	})
 	t.Run("cancelled context denies", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		d := s.Check(cctx, "agent-1", PermConsoleLog)
+		d := s.Check(cctx, "agent-1", mediator.PermConsoleLog)
 		if d.Allowed {
 			t.Fatalf("Check with a cancelled context = %+v; want deny", d)
 		}
 	})
 }
 
-func permsOf(gs []Grant) map[Permission]string {
-	m := map[Permission]string{}
+func permsOf(gs []mediator.Grant) map[mediator.Permission]string {
+	m := map[mediator.Permission]string{}
 	for _, g := range gs {
 		m[g.Permission] = g.Source
 	}
@@ -205,17 +207,17 @@ func permsOf(gs []Grant) map[Permission]string {
 func TestInstallAgentReinstallRule(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, t.TempDir())
-	p1 := testProfile("agent", []Permission{PermConsoleLog, PermPageRead, PermNotifications}, []Permission{PermNetworkFetch, PermClipboardRead})
+	p1 := testProfile("agent", []mediator.Permission{mediator.PermConsoleLog, mediator.PermPageRead, mediator.PermNotifications}, []mediator.Permission{mediator.PermNetworkFetch, mediator.PermClipboardRead})
 	rec, err := s.InstallAgent(ctx, p1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[Permission]string{PermConsoleLog: SourceInstall, PermNotifications: SourceInstall, PermPageRead: SourceInstall}
+	want := map[mediator.Permission]string{mediator.PermConsoleLog: mediator.SourceInstall, mediator.PermNotifications: mediator.SourceInstall, mediator.PermPageRead: mediator.SourceInstall}
 	if got := permsOf(rec.Grants); !mapsEqual(got, want) {
 		t.Fatalf("grants after install = %v; want %v", got, want)
 	}
 	installedAt := rec.InstalledAt
-	for _, perm := range []Permission{PermNetworkFetch, PermClipboardRead} {
+	for _, perm := range []mediator.Permission{mediator.PermNetworkFetch, mediator.PermClipboardRead} {
 		if _, err := s.Grant(ctx, "agent", perm); err != nil {
 			t.Fatal(err)
 		}
@@ -223,15 +225,15 @@ func TestInstallAgentReinstallRule(t *testing.T) {
 	// v2: page.read no longer asked for at all; notifications moved to
 	// optional; network.fetch (user grant) moved to required; clipboard.read
 	// (user grant) no longer asked for; page.write newly required.
-	p2 := testProfile("agent", []Permission{PermConsoleLog, PermNetworkFetch, PermPageWrite}, []Permission{PermNotifications})
+	p2 := testProfile("agent", []mediator.Permission{mediator.PermConsoleLog, mediator.PermNetworkFetch, mediator.PermPageWrite}, []mediator.Permission{mediator.PermNotifications})
 	rec, err = s.InstallAgent(ctx, p2, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = map[Permission]string{
-		PermConsoleLog:   SourceInstall, // still required
-		PermNetworkFetch: SourceUser,    // the user's grant keeps its source
-		PermPageWrite:    SourceInstall, // newly required
+	want = map[mediator.Permission]string{
+		mediator.PermConsoleLog:   mediator.SourceInstall, // still required
+		mediator.PermNetworkFetch: mediator.SourceUser,    // the user's grant keeps its source
+		mediator.PermPageWrite:    mediator.SourceInstall, // newly required
 		// page.read: install grant, no longer required -> removed
 		// notifications: install grant, now only optional -> removed
 		// clipboard.read: user grant, no longer requested -> removed
@@ -243,16 +245,16 @@ func TestInstallAgentReinstallRule(t *testing.T) {
 		t.Errorf("installedAt %d -> %d, updatedAt %d; want installedAt kept and updatedAt later", installedAt, rec.InstalledAt, rec.UpdatedAt)
 	}
 	// v3: network.fetch back to optional: the user grant survives.
-	p3 := testProfile("agent", []Permission{PermConsoleLog}, []Permission{PermNetworkFetch})
+	p3 := testProfile("agent", []mediator.Permission{mediator.PermConsoleLog}, []mediator.Permission{mediator.PermNetworkFetch})
 	if rec, err = s.InstallAgent(ctx, p3, ""); err != nil {
 		t.Fatal(err)
 	}
-	want = map[Permission]string{PermConsoleLog: SourceInstall, PermNetworkFetch: SourceUser}
+	want = map[mediator.Permission]string{mediator.PermConsoleLog: mediator.SourceInstall, mediator.PermNetworkFetch: mediator.SourceUser}
 	if got := permsOf(rec.Grants); !mapsEqual(got, want) {
 		t.Fatalf("grants after second re-install = %v; want %v", got, want)
 	}
 	// A revoked required permission is granted again by re-installing.
-	if _, err := s.Revoke(ctx, "agent", PermConsoleLog); err != nil {
+	if _, err := s.Revoke(ctx, "agent", mediator.PermConsoleLog); err != nil {
 		t.Fatal(err)
 	}
 	if rec, err = s.InstallAgent(ctx, p3, ""); err != nil {
@@ -292,15 +294,15 @@ func TestInstallAgentErrors(t *testing.T) {
 	pinned.ModuleSHA256 = sha
 	cases := []struct {
 		name string
-		p    Profile
+		p    mediator.Profile
 		sha  string
-		code Code
+		code mediator.Code
 	}{
-		{"hash mismatch", pinned, other, CodeHashMismatch},
-		{"bad module hash", testProfile("x", nil, nil), "../../etc/passwd", CodeBadRequest},
-		{"uppercase module hash", testProfile("x", nil, nil), strings.ToUpper(sha), CodeBadRequest},
-		{"not normalised: bad id", Profile{AgentID: "../x"}, "", CodeInvalidProfile},
-		{"not normalised: unknown permission", Profile{AgentID: "x", Permissions: Permissions{Required: []Permission{"ffi"}}}, "", CodeUnknownPermission},
+		{"hash mismatch", pinned, other, mediator.CodeHashMismatch},
+		{"bad module hash", testProfile("x", nil, nil), "../../etc/passwd", mediator.CodeBadRequest},
+		{"uppercase module hash", testProfile("x", nil, nil), strings.ToUpper(sha), mediator.CodeBadRequest},
+		{"not normalised: bad id", mediator.Profile{AgentID: "../x"}, "", mediator.CodeInvalidProfile},
+		{"not normalised: unknown permission", mediator.Profile{AgentID: "x", Permissions: mediator.Permissions{Required: []mediator.Permission{"ffi"}}}, "", mediator.CodeUnknownPermission},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -324,18 +326,18 @@ func TestInstallAgentErrors(t *testing.T) {
 		if _, err := s.InstallAgent(ctx, testProfile("keep", nil, nil), other); err != nil {
 			t.Fatal(err)
 		}
-		rec, err := s.InstallAgent(ctx, testProfile("keep", []Permission{PermConsoleLog}, nil), "")
+		rec, err := s.InstallAgent(ctx, testProfile("keep", []mediator.Permission{mediator.PermConsoleLog}, nil), "")
 		if err != nil || rec.ModuleSHA256 != other {
 			t.Fatalf("InstallAgent = %+v, %v; want module %s kept", rec, err, other)
 		}
 	})
 	t.Run("defaults filled", func(t *testing.T) {
-		rec, err := s.InstallAgent(ctx, Profile{AgentID: "raw", Permissions: Permissions{Required: []Permission{PermPageRead, PermConsoleLog, PermPageRead}}}, "")
+		rec, err := s.InstallAgent(ctx, mediator.Profile{AgentID: "raw", Permissions: mediator.Permissions{Required: []mediator.Permission{mediator.PermPageRead, mediator.PermConsoleLog, mediator.PermPageRead}}}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.Profile.Capabilities.DOMAccess != DOMNone || rec.Profile.Capabilities.MaxMemory != DefaultMaxMemory ||
-			!slices.Equal(rec.Profile.Permissions.Required, []Permission{PermConsoleLog, PermPageRead}) {
+		if rec.Profile.Capabilities.DOMAccess != mediator.DOMNone || rec.Profile.Capabilities.MaxMemory != mediator.DefaultMaxMemory ||
+			!slices.Equal(rec.Profile.Permissions.Required, []mediator.Permission{mediator.PermConsoleLog, mediator.PermPageRead}) {
 			t.Fatalf("stored profile not normalised: %+v", rec.Profile)
 		}
 	})
@@ -345,7 +347,7 @@ func TestAgentsGrantsRevoke(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, t.TempDir())
 	for _, id := range []string{"zeta", "alpha", "mid"} {
-		if _, err := s.InstallAgent(ctx, testProfile(id, []Permission{PermConsoleLog}, []Permission{PermClipboardWrite}), ""); err != nil {
+		if _, err := s.InstallAgent(ctx, testProfile(id, []mediator.Permission{mediator.PermConsoleLog}, []mediator.Permission{mediator.PermClipboardWrite}), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -364,53 +366,53 @@ func TestAgentsGrantsRevoke(t *testing.T) {
 		t.Fatalf("ListAgents order = %v", ids)
 	}
 
-	g1, err := s.Grant(ctx, "mid", PermClipboardWrite)
-	if err != nil || g1.Source != SourceUser || g1.Permission != PermClipboardWrite || g1.AgentID != "mid" || g1.GrantedAt == 0 {
+	g1, err := s.Grant(ctx, "mid", mediator.PermClipboardWrite)
+	if err != nil || g1.Source != mediator.SourceUser || g1.Permission != mediator.PermClipboardWrite || g1.AgentID != "mid" || g1.GrantedAt == 0 {
 		t.Fatalf("Grant = %+v, %v", g1, err)
 	}
-	g2, err := s.Grant(ctx, "mid", PermClipboardWrite)
+	g2, err := s.Grant(ctx, "mid", mediator.PermClipboardWrite)
 	if err != nil || g2 != g1 {
 		t.Fatalf("second Grant = %+v, %v; want %+v (idempotent)", g2, err, g1)
 	}
-	g3, err := s.Grant(ctx, "mid", PermConsoleLog)
-	if err != nil || g3.Source != SourceInstall {
+	g3, err := s.Grant(ctx, "mid", mediator.PermConsoleLog)
+	if err != nil || g3.Source != mediator.SourceInstall {
 		t.Fatalf("Grant of an install grant = %+v, %v; want the install grant unchanged", g3, err)
 	}
 
 	errCases := []struct {
 		name string
 		fn   func() error
-		code Code
+		code mediator.Code
 	}{
-		{"grant unknown agent", func() error { _, err := s.Grant(ctx, "nobody", PermConsoleLog); return err }, CodeUnknownAgent},
-		{"grant invalid agent id", func() error { _, err := s.Grant(ctx, "a/../b", PermConsoleLog); return err }, CodeUnknownAgent},
-		{"grant unknown permission", func() error { _, err := s.Grant(ctx, "mid", "run"); return err }, CodeUnknownPermission},
-		{"grant not requested", func() error { _, err := s.Grant(ctx, "mid", PermNetworkFetch); return err }, CodeBadRequest},
-		{"revoke unknown agent", func() error { _, err := s.Revoke(ctx, "nobody", PermConsoleLog); return err }, CodeUnknownAgent},
-		{"revoke unknown permission", func() error { _, err := s.Revoke(ctx, "mid", "ffi"); return err }, CodeUnknownPermission},
-		{"grants of unknown agent", func() error { _, err := s.Grants(ctx, "nobody"); return err }, CodeUnknownAgent},
-		{"agent unknown", func() error { _, err := s.Agent(ctx, "nobody"); return err }, CodeUnknownAgent},
-		{"uninstall unknown", func() error { return s.UninstallAgent(ctx, "nobody") }, CodeUnknownAgent},
-		{"uninstall invalid id", func() error { return s.UninstallAgent(ctx, "") }, CodeUnknownAgent},
+		{"grant unknown agent", func() error { _, err := s.Grant(ctx, "nobody", mediator.PermConsoleLog); return err }, mediator.CodeUnknownAgent},
+		{"grant invalid agent id", func() error { _, err := s.Grant(ctx, "a/../b", mediator.PermConsoleLog); return err }, mediator.CodeUnknownAgent},
+		{"grant unknown permission", func() error { _, err := s.Grant(ctx, "mid", "run"); return err }, mediator.CodeUnknownPermission},
+		{"grant not requested", func() error { _, err := s.Grant(ctx, "mid", mediator.PermNetworkFetch); return err }, mediator.CodeBadRequest},
+		{"revoke unknown agent", func() error { _, err := s.Revoke(ctx, "nobody", mediator.PermConsoleLog); return err }, mediator.CodeUnknownAgent},
+		{"revoke unknown permission", func() error { _, err := s.Revoke(ctx, "mid", "ffi"); return err }, mediator.CodeUnknownPermission},
+		{"grants of unknown agent", func() error { _, err := s.Grants(ctx, "nobody"); return err }, mediator.CodeUnknownAgent},
+		{"agent unknown", func() error { _, err := s.Agent(ctx, "nobody"); return err }, mediator.CodeUnknownAgent},
+		{"uninstall unknown", func() error { return s.UninstallAgent(ctx, "nobody") }, mediator.CodeUnknownAgent},
+		{"uninstall invalid id", func() error { return s.UninstallAgent(ctx, "") }, mediator.CodeUnknownAgent},
 	}
 	for _, c := range errCases {
 		t.Run(c.name, func(t *testing.T) { wantCode(t, c.fn(), c.code) })
 	}
 	t.Run("error names the agent", func(t *testing.T) {
-		_, err := s.Grant(ctx, "nobody", PermConsoleLog)
+		_, err := s.Grant(ctx, "nobody", mediator.PermConsoleLog)
 		if !strings.Contains(err.Error(), "agent[nobody]") {
 			t.Fatalf("error %q does not name the agent", err)
 		}
 	})
 
-	if ok, err := s.Revoke(ctx, "mid", PermClipboardWrite); err != nil || !ok {
+	if ok, err := s.Revoke(ctx, "mid", mediator.PermClipboardWrite); err != nil || !ok {
 		t.Fatalf("Revoke = %v, %v; want true", ok, err)
 	}
-	if ok, err := s.Revoke(ctx, "mid", PermClipboardWrite); err != nil || ok {
+	if ok, err := s.Revoke(ctx, "mid", mediator.PermClipboardWrite); err != nil || ok {
 		t.Fatalf("second Revoke = %v, %v; want false, nil", ok, err)
 	}
 	gs, err := s.Grants(ctx, "mid")
-	if err != nil || len(gs) != 1 || gs[0].Permission != PermConsoleLog {
+	if err != nil || len(gs) != 1 || gs[0].Permission != mediator.PermConsoleLog {
 		t.Fatalf("Grants = %+v, %v", gs, err)
 	}
 }
@@ -418,10 +420,10 @@ func TestAgentsGrantsRevoke(t *testing.T) {
 func TestUninstallRemovesGrantsKeepsDenials(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, t.TempDir())
-	if _, err := s.InstallAgent(ctx, testProfile("a", []Permission{PermConsoleLog, PermPageRead}, nil), ""); err != nil {
+	if _, err := s.InstallAgent(ctx, testProfile("a", []mediator.Permission{mediator.PermConsoleLog, mediator.PermPageRead}, nil), ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LogDenial(ctx, Denial{AgentID: "a", Permission: "network.fetch", Code: CodePermissionNotGranted}); err != nil {
+	if _, err := s.LogDenial(ctx, mediator.Denial{AgentID: "a", Permission: "network.fetch", Code: mediator.CodePermissionNotGranted}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.UninstallAgent(ctx, "a"); err != nil {
@@ -436,7 +438,7 @@ func TestUninstallRemovesGrantsKeepsDenials(t *testing.T) {
 		t.Fatalf("denials after uninstall = %+v, %v; want the one record kept", page, err)
 	}
 	// Re-installing starts afresh: install time is new, user grants are gone.
-	rec, err := s.InstallAgent(ctx, testProfile("a", nil, []Permission{PermConsoleLog}), "")
+	rec, err := s.InstallAgent(ctx, testProfile("a", nil, []mediator.Permission{mediator.PermConsoleLog}), "")
 	if err != nil || len(rec.Grants) != 0 {
 		t.Fatalf("re-install after uninstall = %+v, %v", rec, err)
 	}
@@ -450,11 +452,11 @@ func TestLogDenialBoundsAndDefaults(t *testing.T) {
 		details[fmt.Sprintf("k%02d", i)] = strings.Repeat("v", 5000)
 	}
 	details[strings.Repeat("K", 500)] = "long key"
-	in := Denial{
+	in := mediator.Denial{
 		ID:         12345, // ignored: the store assigns ids
 		AgentID:    strings.Repeat("a", 1000),
 		Permission: strings.Repeat("p", 1000),
-		Context: DenialContext{
+		Context: mediator.DenialContext{
 			URL:     "https://example.com/" + strings.Repeat("é", 3000), // multi-byte: cut on a rune boundary
 			Reason:  strings.Repeat("r", 5000) + "\xff",
 			Layer:   strings.Repeat("l", 1000),
@@ -473,7 +475,7 @@ func TestLogDenialBoundsAndDefaults(t *testing.T) {
 	if got.ID != out.ID || got.ID == 12345 || got.ID <= 0 {
 		t.Errorf("id = %d (returned %d); want a store-assigned id", got.ID, out.ID)
 	}
-	if got.Code != CodeInternal {
+	if got.Code != mediator.CodeInternal {
 		t.Errorf("empty code stored as %q; want internal_error", got.Code)
 	}
 	if got.Timestamp != 1_700_000_000_000+1 && got.Timestamp <= 0 {
@@ -484,45 +486,45 @@ func TestLogDenialBoundsAndDefaults(t *testing.T) {
 		s    string
 		max  int
 	}{
-		{"agentId", got.AgentID, MaxDenialAgentIDBytes},
-		{"permission", got.Permission, MaxDenialPermissionBytes},
-		{"url", got.Context.URL, MaxDenialURLBytes},
-		{"reason", got.Context.Reason, MaxDenialReasonBytes},
-		{"layer", got.Context.Layer, MaxDenialShortBytes},
+		{"agentId", got.AgentID, mediator.MaxDenialAgentIDBytes},
+		{"permission", got.Permission, mediator.MaxDenialPermissionBytes},
+		{"url", got.Context.URL, mediator.MaxDenialURLBytes},
+		{"reason", got.Context.Reason, mediator.MaxDenialReasonBytes},
+		{"layer", got.Context.Layer, mediator.MaxDenialShortBytes},
 	}
 	for _, c := range checks {
 		if len(c.s) == 0 || len(c.s) > c.max || !utf8Valid(c.s) {
 			t.Errorf("%s: %d bytes (valid UTF-8: %v); want 1..%d bytes of valid UTF-8", c.name, len(c.s), utf8Valid(c.s), c.max)
 		}
 	}
-	if len(got.Context.Details) != MaxDenialDetailKeys {
-		t.Errorf("details has %d keys; want %d", len(got.Context.Details), MaxDenialDetailKeys)
+	if len(got.Context.Details) != mediator.MaxDenialDetailKeys {
+		t.Errorf("details has %d keys; want %d", len(got.Context.Details), mediator.MaxDenialDetailKeys)
 	}
 	if _, ok := got.Context.Details["_truncated"]; !ok {
 		t.Error("details were cut without a _truncated marker")
 	}
 	for k, v := range got.Context.Details {
-		if len(k) > MaxDenialDetailKeyBytes || len(v) > MaxDenialDetailValBytes {
+		if len(k) > mediator.MaxDenialDetailKeyBytes || len(v) > mediator.MaxDenialDetailValBytes {
 			t.Errorf("details[%.20q] = %d bytes of key, %d of value; over the bounds", k, len(k), len(v))
 		}
 	}
 
 	t.Run("given timestamp and code kept", func(t *testing.T) {
 		later := got.Timestamp + 5000
-		d, err := s.LogDenial(ctx, Denial{AgentID: "x", Timestamp: later, Code: CodeHostNotAllowed, Context: DenialContext{Reason: "r"}})
-		if err != nil || d.Timestamp != later || d.Code != CodeHostNotAllowed || d.ID <= out.ID {
+		d, err := s.LogDenial(ctx, mediator.Denial{AgentID: "x", Timestamp: later, Code: mediator.CodeHostNotAllowed, Context: mediator.DenialContext{Reason: "r"}})
+		if err != nil || d.Timestamp != later || d.Code != mediator.CodeHostNotAllowed || d.ID <= out.ID {
 			t.Fatalf("LogDenial = %+v, %v", d, err)
 		}
 	})
 	t.Run("a timestamp before the previous record's is raised to it", func(t *testing.T) {
 		prev, _ := s.ListDenials(ctx, DenialFilter{Limit: 1})
-		d, err := s.LogDenial(ctx, Denial{AgentID: "x", Timestamp: 42, Code: CodeHostNotAllowed})
+		d, err := s.LogDenial(ctx, mediator.Denial{AgentID: "x", Timestamp: 42, Code: mediator.CodeHostNotAllowed})
 		if err != nil || d.Timestamp != prev.Denials[0].Timestamp {
 			t.Fatalf("LogDenial = %+v, %v; want time %d", d, err, prev.Denials[0].Timestamp)
 		}
 	})
 	t.Run("few details kept whole", func(t *testing.T) {
-		d, err := s.LogDenial(ctx, Denial{AgentID: "x", Code: CodeHostNotAllowed, Context: DenialContext{Details: map[string]string{"host": "evil.example"}}})
+		d, err := s.LogDenial(ctx, mediator.Denial{AgentID: "x", Code: mediator.CodeHostNotAllowed, Context: mediator.DenialContext{Details: map[string]string{"host": "evil.example"}}})
 		if err != nil || len(d.Context.Details) != 1 || d.Context.Details["host"] != "evil.example" {
 			t.Fatalf("LogDenial = %+v, %v", d, err)
 		}
@@ -536,7 +538,7 @@ func TestListDenialsPaging(t *testing.T) {
 	s := openTestStore(t, t.TempDir())
 	agents := []string{"a1", "a2", "a3"}
 	perms := []string{"network.fetch", "page.read"}
-	codes := []Code{CodeHostNotAllowed, CodePermissionNotGranted, CodePrivateAddress, CodeUnknownPermission, CodeTimeout}
+	codes := []mediator.Code{mediator.CodeHostNotAllowed, mediator.CodePermissionNotGranted, mediator.CodePrivateAddress, mediator.CodeUnknownPermission, mediator.CodeTimeout}
 	const n = 1000
 	// Insert in one transaction through the same code path's SQL for speed;
 	// LogDenial itself is covered elsewhere, and durability by the process tests.
@@ -555,9 +557,9 @@ func TestListDenialsPaging(t *testing.T) {
 	}
 
 	// walk returns every id the filter yields, newest first, page by page.
-	walk := func(t *testing.T, f DenialFilter) []Denial {
+	walk := func(t *testing.T, f DenialFilter) []mediator.Denial {
 		t.Helper()
-		var all []Denial
+		var all []mediator.Denial
 		for pages := 0; ; pages++ {
 			if pages > n {
 				t.Fatal("paging does not terminate")
@@ -610,13 +612,13 @@ func TestListDenialsPaging(t *testing.T) {
 	}{
 		{"agent", DenialFilter{AgentID: "a2"}},
 		{"permission", DenialFilter{Permission: "page.read"}},
-		{"code", DenialFilter{Code: CodePrivateAddress}},
+		{"code", DenialFilter{Code: mediator.CodePrivateAddress}},
 		{"time range", DenialFilter{Since: 1100, Until: 1350}},
 		{"agent+permission", DenialFilter{AgentID: "a1", Permission: "network.fetch"}},
-		{"agent+code+time", DenialFilter{AgentID: "a3", Code: CodeTimeout, Since: 1200, Until: 1900}},
-		{"all filters", DenialFilter{AgentID: "a1", Permission: "page.read", Code: CodeHostNotAllowed, Since: 1000, Until: 2000}},
+		{"agent+code+time", DenialFilter{AgentID: "a3", Code: mediator.CodeTimeout, Since: 1200, Until: 1900}},
+		{"all filters", DenialFilter{AgentID: "a1", Permission: "page.read", Code: mediator.CodeHostNotAllowed, Since: 1000, Until: 2000}},
 		{"nothing matches", DenialFilter{AgentID: "nobody"}},
-		{"code matches nothing in range", DenialFilter{Code: CodeTimeout, Since: 1000, Until: 1004}},
+		{"code matches nothing in range", DenialFilter{Code: mediator.CodeTimeout, Since: 1000, Until: 1004}},
 	}
 	for _, c := range filters {
 		for _, limit := range []int{7, 100} {
@@ -671,7 +673,7 @@ func TestListDenialsPaging(t *testing.T) {
 			t.Fatalf("tailed %d ids from %v to %v; want 751..1000 ascending", len(ids), head(ids), ids[len(ids)-1])
 		}
 		// New records appear to the tail.
-		d, err := s.LogDenial(ctx, Denial{AgentID: "a1", Code: CodeTimeout})
+		d, err := s.LogDenial(ctx, mediator.Denial{AgentID: "a1", Code: mediator.CodeTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -740,7 +742,7 @@ func TestListDenialsTimeRangeExact(t *testing.T) {
 		if i%3 == 0 {
 			ts = int64(10_000 + (n-i)*10) // a third run backwards
 		}
-		d, err := s.LogDenial(ctx, Denial{AgentID: "a", Permission: "page.read", Code: CodeTimeout, Timestamp: ts})
+		d, err := s.LogDenial(ctx, mediator.Denial{AgentID: "a", Permission: "page.read", Code: mediator.CodeTimeout, Timestamp: ts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -842,7 +844,7 @@ func head(ids []int64) []int64 { return ids[:min(len(ids), 8)] }
 func TestStoreJSONShape(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, t.TempDir())
-	rec, err := s.InstallAgent(ctx, testProfile("a", []Permission{PermConsoleLog}, nil), strings.Repeat("0", 64))
+	rec, err := s.InstallAgent(ctx, testProfile("a", []mediator.Permission{mediator.PermConsoleLog}, nil), strings.Repeat("0", 64))
 	if err != nil {
 		t.Fatal(err)
 	}

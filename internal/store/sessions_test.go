@@ -1,4 +1,4 @@
-package mediator
+package store
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 func TestSessionSettingsLifecycle(t *testing.T) {
@@ -14,14 +16,14 @@ func TestSessionSettingsLifecycle(t *testing.T) {
 	s := openTestStore(t, t.TempDir())
 
 	_, err := s.SessionSettings(ctx, "chat-001")
-	wantCode(t, err, CodeUnknownSession)
+	wantCode(t, err, mediator.CodeUnknownSession)
 
 	set, err := s.UpdateSessionSettings(ctx, "chat-001", []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	root := filepath.Join(s.Dir(), "session-workspaces", "chat-001")
-	want := SessionSettings{PermissionLevel: LevelMedium, Workspace: SessionWorkspace{Mode: "session", RootDir: root}}
+	want := mediator.SessionSettings{PermissionLevel: mediator.LevelMedium, Workspace: mediator.SessionWorkspace{Mode: "session", RootDir: root}}
 	if set != want {
 		t.Fatalf("new session = %+v; want %+v", set, want)
 	}
@@ -29,13 +31,13 @@ func TestSessionSettingsLifecycle(t *testing.T) {
 		t.Fatalf("workspace dir: %v %v", fi, err)
 	}
 
-	if set, err = s.UpdateSessionSettings(ctx, "chat-001", []byte(`{"permission_level":"low"}`)); err != nil || set.PermissionLevel != LevelLow {
+	if set, err = s.UpdateSessionSettings(ctx, "chat-001", []byte(`{"permission_level":"low"}`)); err != nil || set.PermissionLevel != mediator.LevelLow {
 		t.Fatalf("set low: %+v %v", set, err)
 	}
 	// A patch without a level keeps the stored one; a workspace naming the
 	// host's own root and mode is accepted.
 	patch := `{"workspace":{"mode":"session","root_dir":` + quote(root) + `}}`
-	if set, err = s.UpdateSessionSettings(ctx, "chat-001", []byte(patch)); err != nil || set.PermissionLevel != LevelLow {
+	if set, err = s.UpdateSessionSettings(ctx, "chat-001", []byte(patch)); err != nil || set.PermissionLevel != mediator.LevelLow {
 		t.Fatalf("workspace-only patch: %+v %v", set, err)
 	}
 	if got, err := s.SessionSettings(ctx, "chat-001"); err != nil || got != set {
@@ -43,7 +45,7 @@ func TestSessionSettingsLifecycle(t *testing.T) {
 	}
 	// Sessions are separate: B's workspace is not A's.
 	b, err := s.UpdateSessionSettings(ctx, "chat-002", []byte(`{"permission_level":"high"}`))
-	if err != nil || b.Workspace.RootDir == set.Workspace.RootDir || b.PermissionLevel != LevelHigh {
+	if err != nil || b.Workspace.RootDir == set.Workspace.RootDir || b.PermissionLevel != mediator.LevelHigh {
 		t.Fatalf("session B: %+v %v", b, err)
 	}
 }
@@ -74,7 +76,7 @@ func TestSessionSettingsRefusesHostilePatches(t *testing.T) {
 		n++
 		t.Run(name, func(t *testing.T) {
 			_, err := s.UpdateSessionSettings(ctx, "s1", []byte(patch))
-			wantCode(t, err, Code(code))
+			wantCode(t, err, mediator.Code(code))
 			if got, _ := s.SessionSettings(ctx, "s1"); got != before {
 				t.Errorf("a refused patch changed the settings to %+v", got)
 			}
@@ -86,19 +88,19 @@ func TestSessionSettingsRefusesHostilePatches(t *testing.T) {
 	t.Run("oversized", func(t *testing.T) {
 		big := `{"workspace":{"mode":"session"` + strings.Repeat(" ", MaxSessionPatchBytes) + `}}`
 		_, err := s.UpdateSessionSettings(ctx, "s1", []byte(big))
-		wantCode(t, err, CodeTooLarge)
+		wantCode(t, err, mediator.CodeTooLarge)
 	})
 }
 
 func TestSessionIDsCannotNameOtherDirectories(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, t.TempDir())
-	for _, id := range []string{"", ".", "..", "../x", "a/b", `a\b`, ".hidden", "a b", "a\x00b", "é", "C:", strings.Repeat("a", MaxSessionIDLen+1)} {
+	for _, id := range []string{"", ".", "..", "../x", "a/b", `a\b`, ".hidden", "a b", "a\x00b", "é", "C:", strings.Repeat("a", mediator.MaxSessionIDLen+1)} {
 		t.Run(id, func(t *testing.T) {
 			_, err := s.UpdateSessionSettings(ctx, id, []byte(`{}`))
-			wantCode(t, err, CodeUnknownSession)
+			wantCode(t, err, mediator.CodeUnknownSession)
 			_, err = s.SessionSettings(ctx, id)
-			wantCode(t, err, CodeUnknownSession)
+			wantCode(t, err, mediator.CodeUnknownSession)
 		})
 	}
 	if entries, _ := os.ReadDir(filepath.Join(s.Dir(), "session-workspaces")); len(entries) != 0 {
@@ -118,10 +120,10 @@ func FuzzSessionPatch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := ParseLevel(set.PermissionLevel); err != nil || set.PermissionLevel == "" {
+		if _, err := mediator.ParseLevel(set.PermissionLevel); err != nil || set.PermissionLevel == "" {
 			t.Fatalf("stored level %q from %q", set.PermissionLevel, patch)
 		}
-		if set.Workspace != (SessionWorkspace{Mode: WorkspaceModeSession, RootDir: s.SessionWorkspaceDir("fz")}) {
+		if set.Workspace != (mediator.SessionWorkspace{Mode: mediator.WorkspaceModeSession, RootDir: s.SessionWorkspaceDir("fz")}) {
 			t.Fatalf("workspace %+v from %q", set.Workspace, patch)
 		}
 	})

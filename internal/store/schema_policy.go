@@ -1,4 +1,4 @@
-package mediator
+package store
 
 // schemaPolicy adds remembered answers and the audit chain. Not yet
 // released: it may change freely until the first release.

@@ -1,10 +1,12 @@
-package mediator
+package store
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
 	"testing"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 func BenchmarkPolicy(b *testing.B) {
@@ -14,15 +16,15 @@ func BenchmarkPolicy(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	p := Profile{AgentID: "bench", Permissions: Permissions{Required: KnownPermissions}, Capabilities: Capabilities{NetworkAccess: true, DOMAccess: DOMFull}}
+	p := mediator.Profile{AgentID: "bench", Permissions: mediator.Permissions{Required: mediator.KnownPermissions}, Capabilities: mediator.Capabilities{NetworkAccess: true, DOMAccess: mediator.DOMFull}}
 	if err := p.Normalize(); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := s.InstallAgent(ctx, p, ""); err != nil {
 		b.Fatal(err)
 	}
-	pol := NewPolicy(s, PolicyOptions{})
-	op := Operation{AgentID: "bench", Name: OpNetworkFetch, Method: "GET", Host: "example.com", URL: "https://example.com/"}
+	pol := mediator.NewPolicy(s, mediator.PolicyOptions{})
+	op := mediator.Operation{AgentID: "bench", Name: mediator.OpNetworkFetch, Method: "GET", Host: "example.com", URL: "https://example.com/"}
 	b.Run("Decide", func(b *testing.B) {
 		for b.Loop() {
 			if d := pol.Decide(ctx, op); !d.Allowed {
@@ -41,7 +43,7 @@ func BenchmarkPolicy(b *testing.B) {
 	})
 	b.Run("AppendAudit", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := s.AppendAudit(ctx, AuditEntry{Kind: AuditDecision, Operation: op, Allowed: true}); err != nil {
+			if _, err := s.AppendAudit(ctx, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: op, Allowed: true}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -66,8 +68,8 @@ func BenchmarkVerifyAudit1M(b *testing.B) {
 		defer stmt.Close()
 		prev := ""
 		for seq := int64(1); seq <= n; seq++ {
-			body, _ := auditBody(seq, AuditEntry{Kind: AuditDecision, Operation: Operation{AgentID: "bench", Name: OpNetworkFetch, Method: "GET",
-				URL: fmt.Sprintf("https://example.com/%d", seq), Host: "example.com"}, Class: AlwaysSafe, Allowed: true, Code: CodeAllowed, DecidedBy: "class:ALWAYS_SAFE"})
+			body, _ := auditBody(seq, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: mediator.Operation{AgentID: "bench", Name: mediator.OpNetworkFetch, Method: "GET",
+				URL: fmt.Sprintf("https://example.com/%d", seq), Host: "example.com"}, Class: mediator.AlwaysSafe, Allowed: true, Code: mediator.CodeAllowed, DecidedBy: "class:ALWAYS_SAFE"})
 			h := auditHash(prev, seq, body)
 			if _, err := stmt.ExecContext(ctx, seq, seq, string(body), prev, h); err != nil {
 				return err

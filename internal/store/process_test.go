@@ -1,4 +1,4 @@
-package mediator
+package store
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // The process tests re-execute the test binary as a child that runs
@@ -63,16 +65,16 @@ func TestHelperProcess(t *testing.T) {
 		for n := 0; ; n++ {
 			if n%2 == 0 {
 				id := fmt.Sprintf("dur-%d", n)
-				if _, err := s.InstallAgent(ctx, testProfile(id, []Permission{PermConsoleLog}, []Permission{PermPageRead}), ""); err != nil {
+				if _, err := s.InstallAgent(ctx, testProfile(id, []mediator.Permission{mediator.PermConsoleLog}, []mediator.Permission{mediator.PermPageRead}), ""); err != nil {
 					fail("install %s: %v", id, err)
 				}
-				if _, err := s.Grant(ctx, id, PermPageRead); err != nil {
+				if _, err := s.Grant(ctx, id, mediator.PermPageRead); err != nil {
 					fail("grant %s: %v", id, err)
 				}
 				ack("%d agent %s", n, id)
 			} else {
-				d, err := s.LogDenial(ctx, Denial{AgentID: "dur", Permission: "network.fetch", Code: CodeHostNotAllowed,
-					Context: DenialContext{Reason: strconv.Itoa(n)}})
+				d, err := s.LogDenial(ctx, mediator.Denial{AgentID: "dur", Permission: "network.fetch", Code: mediator.CodeHostNotAllowed,
+					Context: mediator.DenialContext{Reason: strconv.Itoa(n)}})
 				if err != nil {
 					fail("denial %d: %v", n, err)
 				}
@@ -82,13 +84,13 @@ func TestHelperProcess(t *testing.T) {
 	case "concurrency":
 		// All children share agent "shared"; each toggles grants on it and
 		// logs its own denials.
-		if _, err := s.InstallAgent(ctx, testProfile("shared", []Permission{PermConsoleLog}, []Permission{PermClipboardRead, PermClipboardWrite, PermPageRead}), ""); err != nil {
+		if _, err := s.InstallAgent(ctx, testProfile("shared", []mediator.Permission{mediator.PermConsoleLog}, []mediator.Permission{mediator.PermClipboardRead, mediator.PermClipboardWrite, mediator.PermPageRead}), ""); err != nil {
 			fail("install: %v", err)
 		}
-		perms := []Permission{PermClipboardRead, PermClipboardWrite, PermPageRead}
+		perms := []mediator.Permission{mediator.PermClipboardRead, mediator.PermClipboardWrite, mediator.PermPageRead}
 		for i := range 200 {
-			d, err := s.LogDenial(ctx, Denial{AgentID: "conc-" + tag, Permission: "page.read", Code: CodePermissionNotGranted,
-				Context: DenialContext{Reason: strconv.Itoa(i)}})
+			d, err := s.LogDenial(ctx, mediator.Denial{AgentID: "conc-" + tag, Permission: "page.read", Code: mediator.CodePermissionNotGranted,
+				Context: mediator.DenialContext{Reason: strconv.Itoa(i)}})
 			if err != nil {
 				fail("denial %d: %v", i, err)
 			}
@@ -101,11 +103,11 @@ func TestHelperProcess(t *testing.T) {
 			if err != nil {
 				fail("grant/revoke %d: %v", i, err)
 			}
-			if d := s.Check(ctx, "shared", PermConsoleLog); !d.Allowed {
+			if d := s.Check(ctx, "shared", mediator.PermConsoleLog); !d.Allowed {
 				fail("check %d: %+v", i, d)
 			}
 			// Every child appends to the one audit chain: it must not fork.
-			if _, err := s.AppendAudit(ctx, AuditEntry{Kind: AuditDecision, Operation: Operation{AgentID: "conc-" + tag, Name: OpLog}, Reason: strconv.Itoa(i)}); err != nil {
+			if _, err := s.AppendAudit(ctx, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: mediator.Operation{AgentID: "conc-" + tag, Name: mediator.OpLog}, Reason: strconv.Itoa(i)}); err != nil {
 				fail("audit %d: %v", i, err)
 			}
 			ack("%d denial %d", i, d.ID)
@@ -172,7 +174,7 @@ func TestDurabilityAcrossKill(t *testing.T) {
 			if err != nil {
 				t.Fatalf("acknowledged agent %s lost: %v", what, err)
 			}
-			if got := permsOf(rec.Grants); got[PermConsoleLog] != SourceInstall || got[PermPageRead] != SourceUser {
+			if got := permsOf(rec.Grants); got[mediator.PermConsoleLog] != mediator.SourceInstall || got[mediator.PermPageRead] != mediator.SourceUser {
 				t.Fatalf("acknowledged grants of %s lost: %v", what, got)
 			}
 		case "denial":

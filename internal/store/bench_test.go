@@ -1,4 +1,4 @@
-package mediator
+package store
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // bigStore is a 1,000,000-denial database shared by the benchmarks that
@@ -28,8 +30,8 @@ var (
 		}
 		return a
 	}()
-	benchCodes = []Code{CodeHostNotAllowed, CodePermissionNotGranted, CodePrivateAddress, CodeUnknownPermission,
-		CodeTimeout, CodeNetworkDisabled, CodeSchemeNotAllowed, CodeInvalidURL, CodeTooManyRedirects, CodeDNSError}
+	benchCodes = []mediator.Code{mediator.CodeHostNotAllowed, mediator.CodePermissionNotGranted, mediator.CodePrivateAddress, mediator.CodeUnknownPermission,
+		mediator.CodeTimeout, mediator.CodeNetworkDisabled, mediator.CodeSchemeNotAllowed, mediator.CodeInvalidURL, mediator.CodeTooManyRedirects, mediator.CodeDNSError}
 )
 
 const benchT0 = 1_700_000_000_000
@@ -85,7 +87,7 @@ func bigStoreDir(b *testing.B) string {
 			// have sparse intersections as in real logs.
 			h := uint64(i)*0x9E3779B97F4A7C15 ^ uint64(i)>>7
 			ctxJSON := `{"url":"https://h` + strconv.Itoa(i%997) + `.example.com/path?q=1","reason":"host is not in allowedHosts","layer":"host"}`
-			if _, err := stmt.Exec(benchAgents[h%uint64(len(benchAgents))], string(KnownPermissions[(h>>20)%uint64(len(KnownPermissions))]),
+			if _, err := stmt.Exec(benchAgents[h%uint64(len(benchAgents))], string(mediator.KnownPermissions[(h>>20)%uint64(len(mediator.KnownPermissions))]),
 				int64(benchT0+i*100), string(benchCodes[(h>>40)%uint64(len(benchCodes))]), ctxJSON); err != nil {
 				bigStore.err = err
 				return
@@ -114,9 +116,9 @@ func BenchmarkListDenialsFiltered(b *testing.B) {
 		{"newest", DenialFilter{}},
 		{"agent", DenialFilter{AgentID: "agent-7"}},
 		{"permission", DenialFilter{Permission: "network.fetch"}},
-		{"code", DenialFilter{Code: CodePrivateAddress}},
-		{"agent+code", DenialFilter{AgentID: "agent-7", Code: CodeUnknownPermission}}, // 1 row in 50: a sparse intersection
-		{"agent+permission+code", DenialFilter{AgentID: "agent-3", Permission: "page.read", Code: CodeHostNotAllowed}},
+		{"code", DenialFilter{Code: mediator.CodePrivateAddress}},
+		{"agent+code", DenialFilter{AgentID: "agent-7", Code: mediator.CodeUnknownPermission}}, // 1 row in 50: a sparse intersection
+		{"agent+permission+code", DenialFilter{AgentID: "agent-3", Permission: "page.read", Code: mediator.CodeHostNotAllowed}},
 		{"time range", DenialFilter{Since: benchT0 + 10_000_000, Until: benchT0 + 20_000_000}},
 		{"agent deep page", DenialFilter{AgentID: "agent-7", BeforeID: bigRows / 2}},
 		{"time range deep (1/3 of table, 2/3 newer)", DenialFilter{Since: benchT0 + 10_000_000, Until: benchT0 + 40_000_000}},
@@ -158,8 +160,8 @@ func BenchmarkLogDenial(b *testing.B) {
 			}
 			defer s.Close()
 			ctx := context.Background()
-			d := Denial{AgentID: "agent-1", Permission: "network.fetch", Code: CodeHostNotAllowed,
-				Context: DenialContext{URL: "https://evil.example/", Reason: "host is not in allowedHosts", Layer: "host"}}
+			d := mediator.Denial{AgentID: "agent-1", Permission: "network.fetch", Code: mediator.CodeHostNotAllowed,
+				Context: mediator.DenialContext{URL: "https://evil.example/", Reason: "host is not in allowedHosts", Layer: "host"}}
 			for b.Loop() {
 				if _, err := s.LogDenial(ctx, d); err != nil {
 					b.Fatal(err)
@@ -177,15 +179,15 @@ func BenchmarkCheck(b *testing.B) {
 	defer s.Close()
 	ctx := context.Background()
 	for i := range 100 {
-		if _, err := s.InstallAgent(ctx, testProfile(fmt.Sprintf("agent-%d", i), []Permission{PermConsoleLog, PermPageRead}, nil), ""); err != nil {
+		if _, err := s.InstallAgent(ctx, testProfile(fmt.Sprintf("agent-%d", i), []mediator.Permission{mediator.PermConsoleLog, mediator.PermPageRead}, nil), ""); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for _, c := range []struct {
 		name  string
-		perm  Permission
+		perm  mediator.Permission
 		allow bool
-	}{{"granted", PermPageRead, true}, {"not granted", PermNetworkFetch, false}} {
+	}{{"granted", mediator.PermPageRead, true}, {"not granted", mediator.PermNetworkFetch, false}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				if d := s.Check(ctx, "agent-42", c.perm); d.Allowed != c.allow {
@@ -197,7 +199,7 @@ func BenchmarkCheck(b *testing.B) {
 	b.Run("parallel", func(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if d := s.Check(ctx, "agent-42", PermPageRead); !d.Allowed {
+				if d := s.Check(ctx, "agent-42", mediator.PermPageRead); !d.Allowed {
 					b.Fatalf("Check = %+v", d)
 				}
 			}
@@ -213,7 +215,7 @@ func BenchmarkOpen(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.InstallAgent(context.Background(), testProfile("agent", []Permission{PermConsoleLog}, nil), ""); err != nil {
+	if _, err := s.InstallAgent(context.Background(), testProfile("agent", []mediator.Permission{mediator.PermConsoleLog}, nil), ""); err != nil {
 		b.Fatal(err)
 	}
 	s.Close()
@@ -228,7 +230,7 @@ func BenchmarkOpen(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				s.Check(context.Background(), "agent", PermConsoleLog)
+				s.Check(context.Background(), "agent", mediator.PermConsoleLog)
 				s.Close()
 			}
 		})

@@ -1,4 +1,4 @@
-package mediator
+package store
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // DefaultMaxModuleBytes is the default bound on a stored module (64 MiB).
@@ -25,7 +27,7 @@ const DefaultMaxModuleBytes = 64 << 20
 // refused with too_large.
 func (s *Store) PutModule(ctx context.Context, data []byte) (string, error) {
 	if int64(len(data)) > s.maxMod {
-		return "", Errorf(CodeTooLarge, "module is %d bytes; the limit is %d", len(data), s.maxMod)
+		return "", mediator.Errorf(mediator.CodeTooLarge, "module is %d bytes; the limit is %d", len(data), s.maxMod)
 	}
 	if err := ctx.Err(); err != nil {
 		return "", storeErr("put module", err)
@@ -40,10 +42,10 @@ func (s *Store) PutModule(ctx context.Context, data []byte) (string, error) {
 		return sha, nil
 	}
 	if err := os.MkdirAll(s.modDir, 0o700); err != nil {
-		return "", fmt.Errorf("module[%s]: %w", sha, &Error{Code: CodeInternal, Msg: "cannot create the modules directory", Err: err})
+		return "", fmt.Errorf("module[%s]: %w", sha, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot create the modules directory", Err: err})
 	}
 	if err := writeFileAtomic(s.modDir, path, data); err != nil {
-		return "", fmt.Errorf("module[%s]: %w", sha, &Error{Code: CodeInternal, Msg: "cannot store the module", Err: err})
+		return "", fmt.Errorf("module[%s]: %w", sha, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot store the module", Err: err})
 	}
 	return sha, nil
 }
@@ -87,8 +89,8 @@ func writeFileAtomic(dir, path string, data []byte) (err error) {
 // be 64 lowercase hex digits (bad_request otherwise), so that no caller can
 // steer the path outside the modules directory. The file may not exist.
 func (s *Store) ModulePath(sha string) (string, error) {
-	if !isHexSHA256(sha) {
-		return "", Errorf(CodeBadRequest, "module hash %q is not 64 lowercase hex digits", truncate(sha, 80))
+	if !mediator.IsHexSHA256(sha) {
+		return "", mediator.Errorf(mediator.CodeBadRequest, "module hash %q is not 64 lowercase hex digits", mediator.Truncate(sha, 80))
 	}
 	return filepath.Join(s.modDir, sha+".wasm"), nil
 }
@@ -107,7 +109,7 @@ func (s *Store) ReadModule(ctx context.Context, sha string) ([]byte, error) {
 	}
 	data, err := s.readModuleFile(path)
 	if err != nil {
-		var e *Error
+		var e *mediator.Error
 		if errors.As(err, &e) {
 			return nil, fmt.Errorf("module[%s]: %w", sha, err)
 		}
@@ -115,10 +117,10 @@ func (s *Store) ReadModule(ctx context.Context, sha string) ([]byte, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			msg = "the module is not stored"
 		}
-		return nil, fmt.Errorf("module[%s]: %w", sha, &Error{Code: CodeInternal, Msg: msg, Err: err})
+		return nil, fmt.Errorf("module[%s]: %w", sha, &mediator.Error{Code: mediator.CodeInternal, Msg: msg, Err: err})
 	}
 	if got := hex.EncodeToString(hashOf(data)); got != sha {
-		return nil, fmt.Errorf("module[%s]: %w", sha, Errorf(CodeHashMismatch, "the stored module hashes to %s: it was corrupted or replaced", got))
+		return nil, fmt.Errorf("module[%s]: %w", sha, mediator.Errorf(mediator.CodeHashMismatch, "the stored module hashes to %s: it was corrupted or replaced", got))
 	}
 	return data, nil
 }
@@ -136,7 +138,7 @@ func (s *Store) readModuleFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > s.maxMod {
-		return nil, Errorf(CodeHashMismatch, "the stored module is larger than the %d-byte limit: it was corrupted or replaced", s.maxMod)
+		return nil, mediator.Errorf(mediator.CodeHashMismatch, "the stored module is larger than the %d-byte limit: it was corrupted or replaced", s.maxMod)
 	}
 	return data, nil
 }
@@ -150,20 +152,20 @@ func hashOf(b []byte) []byte {
 // run: unknown_agent when there is no such agent, bad_request when it was
 // installed without a module, hash_mismatch when the stored file no longer
 // has the recorded hash.
-func (s *Store) AgentModule(ctx context.Context, agentID string) (AgentRecord, []byte, error) {
-	if err := ValidAgentID(agentID); err != nil {
-		return AgentRecord{}, nil, err
+func (s *Store) AgentModule(ctx context.Context, agentID string) (mediator.AgentRecord, []byte, error) {
+	if err := mediator.ValidAgentID(agentID); err != nil {
+		return mediator.AgentRecord{}, nil, err
 	}
 	rec, err := s.Agent(ctx, agentID)
 	if err != nil {
-		return AgentRecord{}, nil, err
+		return mediator.AgentRecord{}, nil, err
 	}
 	if rec.ModuleSHA256 == "" {
-		return AgentRecord{}, nil, Errorf(CodeBadRequest, "agent %q was installed without a module", agentID)
+		return mediator.AgentRecord{}, nil, mediator.Errorf(mediator.CodeBadRequest, "agent %q was installed without a module", agentID)
 	}
 	module, err := s.ReadModule(ctx, rec.ModuleSHA256)
 	if err != nil {
-		return AgentRecord{}, nil, err
+		return mediator.AgentRecord{}, nil, err
 	}
 	return rec, module, nil
 }

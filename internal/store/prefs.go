@@ -1,39 +1,21 @@
-package mediator
+package store
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/agentgate/nmhost/mediator"
 )
-
-// Answer is the user's answer to a prompt.
-type Answer string
-
-const (
-	AnswerAllowOnce   Answer = "allow-once"
-	AnswerAlwaysAllow Answer = "always-allow"
-	AnswerDeny        Answer = "deny"
-	AnswerAlwaysBlock Answer = "always-block"
-)
-
-// Preference is a remembered "always" answer.
-type Preference struct {
-	ID        int64  `json:"id"`
-	AgentID   string `json:"agentId"`
-	Operation string `json:"operation"`
-	Target    string `json:"target,omitempty"` // host for fetches, origin for page writes
-	Answer    Answer `json:"answer"`
-	CreatedAt int64  `json:"createdAt"` // ms since the epoch
-}
 
 // SetPreference remembers an always-allow or always-block answer for the
 // agent, operation and target, replacing an earlier one.
-func (s *Store) SetPreference(ctx context.Context, p Preference) (Preference, error) {
-	if p.Answer != AnswerAlwaysAllow && p.Answer != AnswerAlwaysBlock {
-		return Preference{}, Errorf(CodeBadRequest, "only always-allow and always-block are remembered, not %q", truncate(string(p.Answer), 32))
+func (s *Store) SetPreference(ctx context.Context, p mediator.Preference) (mediator.Preference, error) {
+	if p.Answer != mediator.AnswerAlwaysAllow && p.Answer != mediator.AnswerAlwaysBlock {
+		return mediator.Preference{}, mediator.Errorf(mediator.CodeBadRequest, "only always-allow and always-block are remembered, not %q", mediator.Truncate(string(p.Answer), 32))
 	}
-	if err := ValidAgentID(p.AgentID); err != nil {
-		return Preference{}, err
+	if err := mediator.ValidAgentID(p.AgentID); err != nil {
+		return mediator.Preference{}, err
 	}
 	p.CreatedAt = s.now().UnixMilli()
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -43,7 +25,7 @@ ON CONFLICT (agent_id, operation, target) DO UPDATE SET answer = excluded.answer
 RETURNING id`, p.AgentID, p.Operation, p.Target, string(p.Answer), p.CreatedAt).Scan(&p.ID)
 	})
 	if err != nil {
-		return Preference{}, fmt.Errorf("agent[%s] preference[%s]: %w", p.AgentID, p.Operation, err)
+		return mediator.Preference{}, fmt.Errorf("agent[%s] preference[%s]: %w", p.AgentID, p.Operation, err)
 	}
 	return p, nil
 }
@@ -51,7 +33,7 @@ RETURNING id`, p.AgentID, p.Operation, p.Target, string(p.Answer), p.CreatedAt).
 // ListPreferences returns the remembered answers, of one agent when agentID
 // is not empty, oldest first. Rows whose answer is not one of the two
 // "always" answers are left out, as the policy ignores them.
-func (s *Store) ListPreferences(ctx context.Context, agentID string) ([]Preference, error) {
+func (s *Store) ListPreferences(ctx context.Context, agentID string) ([]mediator.Preference, error) {
 	rows, err := s.db.QueryContext(ctx, `
 SELECT id, agent_id, operation, target, answer, created_at FROM preferences
 WHERE (? = '' OR agent_id = ?) ORDER BY id`, agentID, agentID)
@@ -59,14 +41,14 @@ WHERE (? = '' OR agent_id = ?) ORDER BY id`, agentID, agentID)
 		return nil, storeErr("list preferences", err)
 	}
 	defer rows.Close()
-	out := []Preference{}
+	out := []mediator.Preference{}
 	for rows.Next() {
-		var p Preference
+		var p mediator.Preference
 		var answer string
 		if err := rows.Scan(&p.ID, &p.AgentID, &p.Operation, &p.Target, &answer, &p.CreatedAt); err != nil {
 			return nil, storeErr("list preferences", err)
 		}
-		if p.Answer = Answer(answer); p.Answer == AnswerAlwaysAllow || p.Answer == AnswerAlwaysBlock {
+		if p.Answer = mediator.Answer(answer); p.Answer == mediator.AnswerAlwaysAllow || p.Answer == mediator.AnswerAlwaysBlock {
 			out = append(out, p)
 		}
 	}

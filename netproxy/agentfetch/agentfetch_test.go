@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
@@ -55,24 +56,24 @@ func newCanary(t *testing.T, h http.HandlerFunc) *canary {
 func hostOf(u string) string { return strings.TrimPrefix(u, "http://") }
 
 type fixture struct {
-	store *mediator.Store
-	auth  *recordingAuthorizer
-	svc   *Service
+	st   *store.Store
+	auth *recordingAuthorizer
+	svc  *Service
 }
 
 func newFixture(t *testing.T, deny mediator.Code) *fixture {
 	t.Helper()
-	store, err := mediator.Open(t.TempDir(), mediator.Options{})
+	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { st.Close() })
 	auth := &recordingAuthorizer{deny: deny}
-	svc, err := New(Config{Store: store, Fetcher: netproxy.New(netproxy.Config{}), Authorizer: auth})
+	svc, err := New(Config{Store: st, Fetcher: netproxy.New(netproxy.Config{}), Authorizer: auth})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{store, auth, svc}
+	return &fixture{st, auth, svc}
 }
 
 func (f *fixture) install(t *testing.T, id string, perms []mediator.Permission, network bool, hosts ...string) {
@@ -82,18 +83,18 @@ func (f *fixture) install(t *testing.T, id string, perms []mediator.Permission, 
 	if err := p.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.InstallAgent(context.Background(), p, ""); err != nil {
+	if _, err := f.st.InstallAgent(context.Background(), p, ""); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestNewRefusesAnUnmediatedService(t *testing.T) {
-	store, err := mediator.Open(t.TempDir(), mediator.Options{})
+	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	if _, err := New(Config{Store: store, Fetcher: netproxy.New(netproxy.Config{})}); err == nil {
+	defer st.Close()
+	if _, err := New(Config{Store: st, Fetcher: netproxy.New(netproxy.Config{})}); err == nil {
 		t.Fatal("a Service without an Authorizer was built")
 	}
 }
@@ -129,7 +130,7 @@ func TestChecksComeBeforeThePolicy(t *testing.T) {
 			if got := mediator.CodeOf(err); got != c.want {
 				t.Fatalf("code %s (%v); want %s", got, err, c.want)
 			}
-			page, lerr := f.store.ListDenials(context.Background(), mediator.DenialFilter{Code: c.want, Limit: 1})
+			page, lerr := f.st.ListDenials(context.Background(), store.DenialFilter{Code: c.want, Limit: 1})
 			if lerr != nil || len(page.Denials) == 0 {
 				t.Fatalf("no %s denial recorded: %v", c.want, lerr)
 			}
@@ -196,7 +197,7 @@ func TestRedirectToAnUnlistedHostIsDeniedAndRecorded(t *testing.T) {
 	if len(f.auth.outcomes) != 1 || mediator.CodeOf(f.auth.outcomes[0]) != mediator.CodeHostNotAllowed {
 		t.Fatalf("outcomes %v; want the redirect denial", f.auth.outcomes)
 	}
-	page, _ := f.store.ListDenials(context.Background(), mediator.DenialFilter{AgentID: "ok"})
+	page, _ := f.st.ListDenials(context.Background(), store.DenialFilter{AgentID: "ok"})
 	if len(page.Denials) != 1 || !strings.HasPrefix(page.Denials[0].Context.URL, "http://localhost:") {
 		t.Fatalf("denials %+v; want one for the redirect hop", page.Denials)
 	}

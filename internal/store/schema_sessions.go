@@ -1,4 +1,4 @@
-package mediator
+package store
 
 // schemaSessions adds per-session settings (seed 001). settings holds the
 // normalised SessionSettings as JSON, so a later field needs no migration.

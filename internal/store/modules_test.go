@@ -1,4 +1,4 @@
-package mediator
+package store
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 func TestModules(t *testing.T) {
@@ -69,7 +71,7 @@ func TestModules(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := s.ReadModule(ctx, want)
-		wantCode(t, err, CodeHashMismatch)
+		wantCode(t, err, mediator.CodeHashMismatch)
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name the module", err)
 		}
@@ -88,18 +90,18 @@ func TestModules(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := s.ReadModule(ctx, sha)
-		wantCode(t, err, CodeHashMismatch)
+		wantCode(t, err, mediator.CodeHashMismatch)
 	})
 	t.Run("missing", func(t *testing.T) {
 		_, err := s.ReadModule(ctx, strings.Repeat("0", 64))
-		wantCode(t, err, CodeInternal)
+		wantCode(t, err, mediator.CodeInternal)
 		if !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("error %v does not match fs.ErrNotExist", err)
 		}
 	})
 	t.Run("too large", func(t *testing.T) {
 		_, err := s.PutModule(ctx, make([]byte, 1<<20+1))
-		wantCode(t, err, CodeTooLarge)
+		wantCode(t, err, mediator.CodeTooLarge)
 	})
 	t.Run("empty module", func(t *testing.T) {
 		sha, err := s.PutModule(ctx, nil)
@@ -122,9 +124,9 @@ func TestModules(t *testing.T) {
 	for _, c := range bad {
 		t.Run("bad sha/"+c.name, func(t *testing.T) {
 			_, err := s.ModulePath(c.sha)
-			wantCode(t, err, CodeBadRequest)
+			wantCode(t, err, mediator.CodeBadRequest)
 			_, err = s.ReadModule(ctx, c.sha)
-			wantCode(t, err, CodeBadRequest)
+			wantCode(t, err, mediator.CodeBadRequest)
 		})
 	}
 }

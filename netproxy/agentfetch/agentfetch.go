@@ -14,9 +14,16 @@ import (
 	"github.com/agentgate/nmhost/netproxy"
 )
 
+// Records is what the pipeline reads about agents and where it records
+// the denials it decides itself; the store implements it.
+type Records interface {
+	mediator.AgentReader
+	mediator.DenialLogger
+}
+
 // Config wires a Service. Store, Fetcher and Authorizer are required.
 type Config struct {
-	Store   *mediator.Store
+	Store   Records
 	Fetcher *netproxy.Fetcher
 	// Authorizer decides the operation once the grant, capability and ACL
 	// checks have passed: safety class, remembered answers, prompts, audit.
@@ -54,7 +61,7 @@ func New(cfg Config) (*Service, error) {
 // Request is one fetch asked for by an agent.
 type Request struct {
 	AgentID      string
-	SessionLevel string // seed 001 level of the run; "" is the default
+	SessionLevel string // the run's session level; "" is the default
 	netproxy.Request
 }
 
@@ -161,12 +168,7 @@ func codeOr(c mediator.Code) mediator.Code {
 }
 
 // clip bounds an agent id taken from a request before it enters an error.
-func clip(s string) string {
-	if len(s) > mediator.MaxAgentIDLen {
-		return s[:mediator.MaxAgentIDLen] + "..."
-	}
-	return s
-}
+func clip(s string) string { return mediator.Truncate(s, mediator.MaxAgentIDLen) }
 
 // aclCache keeps each agent's parsed ACL until its profile changes, so a
 // 10,000-entry list is parsed once, not on every fetch.

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// MaxSessionPatchBytes bounds a settings patch; real ones are under 200 bytes.
+const MaxSessionPatchBytes = 16 << 10
+
+// SessionWorkspaceDir is the workspace root of session id.
+func (s *Store) SessionWorkspaceDir(id string) string {
+	return filepath.Join(s.dir, "session-workspaces", id)
+}
+
+// SessionSettings returns the settings of session id; unknown_session when
+// it has none. Sessions come into being with their first
+// UpdateSessionSettings, so a mistyped id is an error, not a fresh session.
+func (s *Store) SessionSettings(ctx context.Context, id string) (mediator.SessionSettings, error) {
+	if err := mediator.ValidSessionID(id); err != nil {
+		return mediator.SessionSettings{}, err
+	}
+	var raw string
+	err := s.db.QueryRowContext(ctx, `SELECT settings FROM session_settings WHERE session_id = ?`, id).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return mediator.SessionSettings{}, mediator.Errorf(mediator.CodeUnknownSession, "session %q has no settings; PUT them first", id)
+	}
+	if err != nil {
+		return mediator.SessionSettings{}, fmt.Errorf("session[%s]: %w", id, storeErr("read settings", err))
+	}
+	var set mediator.SessionSettings
+	if err := json.Unmarshal([]byte(raw), &set); err != nil {
+		return mediator.SessionSettings{}, fmt.Errorf("session[%s]: %w", id, storeErr("decode settings", err))
+	}
+	return set, nil
+}
+
+// sessionPatch is the untrusted settings object of a PUT. Pointers tell
+// "absent" (keep) from "present".
+type sessionPatch struct {
+	PermissionLevel *string         `json:"permission_level"`
+	Workspace       json.RawMessage `json:"workspace"`
+}
+
+type workspacePatch struct {
+	Mode    *string `json:"mode"`
+	RootDir *string `json:"root_dir"`
+}
+
+// UpdateSessionSettings merges patch, the JSON object under "settings" in a
+// PUT, into session id's settings (creating the session at LevelMedium) and
+// returns the result. The patch is refused whole, with the stored settings
+// untouched, when it is not an object, has a field this host does not know,
+// gives a level other than low, medium or high (invalid_level), or gives a
+// workspace that is not an object or names another mode or root
+// (bad_request). The workspace directory is created (0700) on the way.
+func (s *Store) UpdateSessionSettings(ctx context.Context, id string, patch []byte) (mediator.SessionSettings, error) {
+	if err := mediator.ValidSessionID(id); err != nil {
+		return mediator.SessionSettings{}, err
+	}
+	p, err := s.parseSessionPatch(id, patch)
+	if err != nil {
+		return mediator.SessionSettings{}, fmt.Errorf("session[%s]: %w", id, err)
+	}
+	root := s.SessionWorkspaceDir(id)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return mediator.SessionSettings{}, fmt.Errorf("session[%s]: %w", id, mediator.Errorf(mediator.CodeInternal, "create workspace: %v", err))
+	}
+	var out mediator.SessionSettings
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		out = mediator.SessionSettings{PermissionLevel: mediator.LevelMedium}
+		var raw string
+		err := tx.QueryRowContext(ctx, `SELECT settings FROM session_settings WHERE session_id = ?`, id).Scan(&raw)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			if err := json.Unmarshal([]byte(raw), &out); err != nil {
+				return storeErr("decode settings", err)
+			}
+		}
+		if p.PermissionLevel != nil {
+			out.PermissionLevel = *p.PermissionLevel
+		}
+		out.Workspace = mediator.SessionWorkspace{Mode: mediator.WorkspaceModeSession, RootDir: root}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return err
+		}
+		now := s.now().UnixMilli()
+		_, err = tx.ExecContext(ctx, `INSERT INTO session_settings (session_id, settings, created_at, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (session_id) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at`, id, string(b), now, now)
+		return err
+	})
+	if err != nil {
+		return mediator.SessionSettings{}, fmt.Errorf("session[%s]: update settings: %w", id, err)
+	}
+	return out, nil
+}
+
+func (s *Store) parseSessionPatch(id string, patch []byte) (sessionPatch, error) {
+	var p sessionPatch
+	if len(patch) > MaxSessionPatchBytes {
+		return p, mediator.Errorf(mediator.CodeTooLarge, "settings are over %d bytes", MaxSessionPatchBytes)
+	}
+	if err := decodeStrict(patch, &p); err != nil {
+		return p, mediator.Errorf(mediator.CodeBadRequest, "settings must be a JSON object with permission_level and workspace: %v", err)
+	}
+	if p.PermissionLevel != nil {
+		if *p.PermissionLevel == "" {
+			return p, mediator.Errorf(mediator.CodeInvalidLevel, "permission_level must be low, medium or high, not empty")
+		}
+		if _, err := mediator.ParseLevel(*p.PermissionLevel); err != nil {
+			return p, err
+		}
+	}
+	if len(p.Workspace) > 0 && !bytes.Equal(p.Workspace, []byte("null")) {
+		if p.Workspace[0] != '{' {
+			return p, mediator.Errorf(mediator.CodeBadRequest, "workspace must be an object")
+		}
+		var w workspacePatch
+		if err := decodeStrict(p.Workspace, &w); err != nil {
+			return p, mediator.Errorf(mediator.CodeBadRequest, "workspace: %v", err)
+		}
+		if w.Mode != nil && *w.Mode != mediator.WorkspaceModeSession {
+			return p, mediator.Errorf(mediator.CodeBadRequest, "workspace mode %q is not supported; the only mode is %q", mediator.Truncate(*w.Mode, 32), mediator.WorkspaceModeSession)
+		}
+		if w.RootDir != nil && *w.RootDir != s.SessionWorkspaceDir(id) {
+			return p, mediator.Errorf(mediator.CodeBadRequest, "workspace root_dir is chosen by the host (%s), not by the client", s.SessionWorkspaceDir(id))
+		}
+	}
+	return p, nil
+}
+
+// decodeStrict decodes one JSON object into v, refusing unknown fields,
+// trailing data and anything but an object.
+func decodeStrict(data []byte, v any) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the object")
+	}
+	return nil
+}

@@ -1,0 +1,314 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	// modernc.org/sqlite is cgo-free and, measured on this project's
+	// machine, takes a host process from exec to "open + SELECT + committed
+	// INSERT" in about 4.6 ms; see "Why modernc.org/sqlite?" in the
+	// project's rationale for the comparison with ncruces/go-sqlite3.
+	_ "modernc.org/sqlite"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// DBFileName is the name of the database file inside the data directory.
+const DBFileName = "nmhost.db"
+
+// schemaVersion is the PRAGMA user_version this code writes and expects.
+var schemaVersion = len(migrations)
+
+// migrations[i] takes the schema from user_version i to i+1. They run in one
+// BEGIN IMMEDIATE transaction, so a crash mid-migration leaves the old schema.
+// Only append: a released database may be at any earlier version.
+var migrations = []string{
+	schemaCore,      // 0 -> 1: agents, grants, denials (this file)
+	schemaPolicy,    // 1 -> 2: preferences and the audit chain (schema_policy.go)
+	schemaSessions,  // 2 -> 3: session settings (schema_sessions.go)
+	denialTimeOrder, // 3 -> 4: denial timestamps that never decrease with ids
+}
+
+// denialTimeOrder makes every denial's timestamp at least its
+// predecessor's, as LogDenial keeps it from then on. With time order equal
+// to id order, a time range is an id range and every filtered page is an
+// index walk (ListDenials). Records written by a process whose clock lags
+// another's, or across a clock step back, take their predecessor's time:
+// off by that lag, never out of order.
+const denialTimeOrder = `
+UPDATE denials SET ts = m.mts
+FROM (SELECT id, max(ts) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS mts FROM denials) AS m
+WHERE denials.id = m.id AND denials.ts < m.mts;
+`
+
+// schemaCore is the first schema.
+const schemaCore = `
+CREATE TABLE agents (
+	agent_id      TEXT PRIMARY KEY,
+	profile       TEXT NOT NULL,            -- the normalised profile, JSON
+	module_sha256 TEXT NOT NULL DEFAULT '',
+	installed_at  INTEGER NOT NULL,         -- ms since the epoch
+	updated_at    INTEGER NOT NULL          -- ms since the epoch
+);
+CREATE TABLE grants (
+	agent_id   TEXT NOT NULL REFERENCES agents(agent_id) ON DELETE CASCADE,
+	permission TEXT NOT NULL,
+	granted_at INTEGER NOT NULL,            -- ms since the epoch
+	source     TEXT NOT NULL CHECK (source IN ('install', 'user')),
+	PRIMARY KEY (agent_id, permission)
+) WITHOUT ROWID;
+-- AUTOINCREMENT: ids are never reused, so a viewer tailing with afterId
+-- can never miss a record written after a delete of the newest rows.
+CREATE TABLE denials (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	agent_id   TEXT NOT NULL,
+	permission TEXT NOT NULL,
+	ts         INTEGER NOT NULL,            -- ms since the epoch
+	code       TEXT NOT NULL,
+	context    TEXT NOT NULL                -- DenialContext, JSON
+);
+-- Each filter walks its own index in id order, so a filtered page is an
+-- index range scan of about limit rows, whatever the table size.
+CREATE INDEX denials_agent_id ON denials (agent_id, id);
+CREATE INDEX denials_permission_id ON denials (permission, id);
+CREATE INDEX denials_ts ON denials (ts);
+CREATE INDEX denials_code_id ON denials (code, id);
+`
+
+// Options tunes a Store. The zero value is what production uses.
+type Options struct {
+	// BusyTimeout is how long a write waits for another host process to
+	// release the database write lock before failing. Default 5s: a
+	// synchronous=FULL commit holds the lock for milliseconds, so 5s only
+	// runs out when another process is wedged, and it is still shorter than
+	// the extension's request timeout, so the caller hears about it.
+	BusyTimeout time.Duration
+
+	// Now is the clock for timestamps. Default time.Now; tests pin it.
+	Now func() time.Time
+
+	// MaxModuleBytes bounds a stored module. Default DefaultMaxModuleBytes
+	// (64 MiB): far above any real agent, far below what would let one
+	// install exhaust memory or disk.
+	MaxModuleBytes int64
+
+	// synchronousNormal trades durability for speed; only the benchmark that
+	// measures the cost of synchronous=FULL sets it.
+	synchronousNormal bool
+}
+
+// Store is the durable store of agents, grants, modules and denials. One
+// Store per process; it is safe for concurrent use, and several processes
+// may open the same directory at once.
+type Store struct {
+	db     *sql.DB
+	dir    string
+	modDir string
+	now    func() time.Time
+	maxMod int64
+
+	busyTimeout time.Duration // how long setWAL retries; Options.BusyTimeout
+
+	// wmu serialises this process's write transactions. SQLite allows one
+	// writer at a time anyway; queuing here instead of in SQLite's busy
+	// handler (which sleeps 1..100 ms between retries) keeps writes from one
+	// process prompt and leaves the busy timeout for other processes.
+	wmu sync.Mutex
+}
+
+// Open opens (creating if needed) the store in dir: dir/nmhost.db and
+// dir/modules/. dir is created 0700 when missing. Open is on the host's
+// cold-start path, so it does one query when the schema is current.
+func Open(dir string, opts Options) (*Store, error) {
+	if dir == "" {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: empty data directory")
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxModuleBytes <= 0 {
+		opts.MaxModuleBytes = DefaultMaxModuleBytes
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store[%s]: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot create the data directory " + abs, Err: err}
+	}
+	dbPath := filepath.Join(abs, DBFileName)
+	// SQLite creates files 0644 under the usual umask and gives the -wal and
+	// -shm files the database file's mode. Creating the file first makes all
+	// three private to the user: grants are nobody else's business.
+	if f, err := os.OpenFile(dbPath, os.O_RDONLY|os.O_CREATE, 0o600); err != nil {
+		return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot create " + dbPath, Err: err}
+	} else {
+		f.Close()
+	}
+
+	syncMode := "FULL" // a commit is fsynced before it is acknowledged
+	if opts.synchronousNormal {
+		syncMode = "NORMAL"
+	}
+	q := url.Values{}
+	q.Set("_txlock", "immediate") // writers take the lock at BEGIN: no deadlock on upgrade
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "synchronous("+syncMode+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	dsn := "file:" + (&url.URL{Path: dbPath}).EscapedPath() + "?" + q.Encode()
+
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot open " + dbPath, Err: err}
+	}
+	// WAL lets readers run beside the one writer; a handful of connections
+	// covers the host's concurrent requests, and keeping them idle avoids
+	// re-running the connection pragmas.
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+
+	s := &Store{
+		db:     db,
+		dir:    abs,
+		modDir: filepath.Join(abs, "modules"),
+		now:    opts.Now,
+		maxMod: opts.MaxModuleBytes,
+
+		busyTimeout: opts.BusyTimeout,
+	}
+	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store[%s]: %w", dbPath, err)
+	}
+	return s, nil
+}
+
+// migrate brings the schema to schemaVersion. The fast path is one read.
+func (s *Store) migrate(ctx context.Context) error {
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return storeErr("read schema version", err)
+	}
+	if v == schemaVersion {
+		return nil
+	}
+	if v > schemaVersion {
+		return mediator.Errorf(mediator.CodeInternal, "the database has schema version %d; this host knows up to %d (downgrade?)", v, schemaVersion)
+	}
+	// WAL is a property of the file, so setting it once at creation is
+	// enough; it cannot be set inside a transaction, hence before it.
+	mode, err := s.setWAL(ctx)
+	if err != nil {
+		return storeErr("set WAL mode", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return mediator.Errorf(mediator.CodeInternal, "the database refused WAL mode (journal_mode is %q)", mode)
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		// Another process may have migrated while we waited for the lock.
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return err
+		}
+		for ; v < schemaVersion; v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migration %d->%d: %w", v, v+1, err)
+			}
+		}
+		// PRAGMA takes no parameters; v is an int we control.
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
+		return err
+	})
+}
+
+// setWAL switches a new database to WAL. SQLite does not call the busy
+// handler for a journal-mode change, so when several hosts start on a fresh
+// data directory at once (Chrome starts one per connection) the losers get
+// SQLITE_BUSY at once; they retry here for as long as the busy timeout.
+func (s *Store) setWAL(ctx context.Context) (string, error) {
+	deadline := time.Now().Add(s.busyTimeout)
+	wait := time.Millisecond
+	for {
+		var mode string
+		err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return mode, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended
+// code), the errors another connection's lock causes.
+func isBusy(err error) bool {
+	var se interface{ Code() int }
+	if !errors.As(err, &se) {
+		return false
+	}
+	primary := se.Code() & 0xff
+	return primary == 5 || primary == 6 // SQLITE_BUSY, SQLITE_LOCKED
+}
+
+// Close closes the database. Pending writes have already been committed.
+func (s *Store) Close() error {
+	if s == nil || s.db == nil {
+		return nil
+	}
+	return s.db.Close()
+}
+
+// Dir returns the data directory the store lives in.
+func (s *Store) Dir() string { return s.dir }
+
+// write runs fn in one BEGIN IMMEDIATE transaction and commits it; with
+// synchronous=FULL the commit is on disk when write returns nil.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return storeErr("begin", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		var e *mediator.Error
+		if errors.As(err, &e) {
+			return err
+		}
+		return storeErr("write", err)
+	}
+	if err = tx.Commit(); err != nil {
+		return storeErr("commit", err)
+	}
+	return nil
+}
+
+// storeErr wraps a database failure. The caller cannot act on it beyond
+// retrying, so it is internal_error, or timeout when the context ran out.
+func storeErr(op string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return &mediator.Error{Code: mediator.CodeTimeout, Msg: "store: " + op + " was cancelled", Err: err}
+	}
+	return &mediator.Error{Code: mediator.CodeInternal, Msg: "store: " + op + " failed", Err: err}
+}

@@ -1,0 +1,83 @@
+package mediator
+
+import "context"
+
+// Grant sources.
+const (
+	SourceInstall = "install" // granted because permissions.required asked for it at installation
+	SourceUser    = "user"    // granted by the user afterwards
+)
+
+// AgentRecord is an installed agent as the store holds it.
+type AgentRecord struct {
+	Profile      Profile `json:"profile"`
+	ModuleSHA256 string  `json:"moduleSha256,omitempty"`
+	InstalledAt  int64   `json:"installedAt"` // ms since the epoch; kept across re-installs
+	UpdatedAt    int64   `json:"updatedAt"`   // ms since the epoch; the last (re-)install
+	Grants       []Grant `json:"grants"`
+}
+
+// Grant is one permission granted to one agent.
+type Grant struct {
+	AgentID    string     `json:"agentId"`
+	Permission Permission `json:"permission"`
+	GrantedAt  int64      `json:"grantedAt"` // ms since the epoch
+	Source     string     `json:"source"`    // SourceInstall or SourceUser
+}
+
+// Answer is the user's answer to a prompt.
+type Answer string
+
+const (
+	AnswerAllowOnce   Answer = "allow-once"
+	AnswerAlwaysAllow Answer = "always-allow"
+	AnswerDeny        Answer = "deny"
+	AnswerAlwaysBlock Answer = "always-block"
+)
+
+// Preference is a remembered "always" answer.
+type Preference struct {
+	ID        int64  `json:"id"`
+	AgentID   string `json:"agentId"`
+	Operation string `json:"operation"`
+	Target    string `json:"target,omitempty"` // host for fetches, origin for page writes
+	Answer    Answer `json:"answer"`
+	CreatedAt int64  `json:"createdAt"` // ms since the epoch
+}
+
+// DecisionFacts is what one decision needs from the records, read together
+// so that a decision sees one consistent state.
+type DecisionFacts struct {
+	// ProfileJSON is the stored, normalised profile; the policy parses it
+	// and caches the result while the text is unchanged.
+	ProfileJSON string
+	// Granted reports whether the agent holds a grant of the permission.
+	Granted bool
+	// Preference is the remembered answer for the operation and target;
+	// ID 0 when there is none.
+	Preference Preference
+}
+
+// PolicyRecords is what the policy reads and writes: the store implements
+// it. DecisionFacts answers unknown_agent for an agent that is not
+// installed; the writes are durable when they return without error.
+type PolicyRecords interface {
+	DecisionFacts(ctx context.Context, agentID string, perm Permission, operation, target string) (DecisionFacts, error)
+	SetPreference(ctx context.Context, p Preference) (Preference, error)
+	AppendAudit(ctx context.Context, e AuditEntry) (AuditRecord, error)
+	DenialLogger
+}
+
+// DenialLogger appends to the denial log. LogDenial bounds the record
+// (Denial.Bounded) and returns it with its id once it is on disk.
+type DenialLogger interface {
+	LogDenial(ctx context.Context, d Denial) (Denial, error)
+}
+
+// AgentReader reads installed agents. Agent answers unknown_agent for an
+// agent that is not installed; Check is the one grant check and denies on
+// any doubt (see its reason codes in docs/permissions.md).
+type AgentReader interface {
+	Agent(ctx context.Context, id string) (AgentRecord, error)
+	Check(ctx context.Context, agentID string, perm Permission) Decision
+}

@@ -35,7 +35,7 @@ type OperationRule struct {
 	Why                                          string // the sentence a prompt shows
 }
 
-// OperationTable is the classification, in one place. Classify looks
+// OperationTable is the classification, in one place. RuleFor looks
 // operations up here; anything not listed is ALWAYS_CONFIRM. The order is
 // the documentation's order (docs/permissions.md).
 var OperationTable = []OperationRule{
@@ -96,12 +96,6 @@ func RuleFor(op Operation) (OperationRule, bool) {
 	r := unknownRule
 	r.Name = op.Name
 	return r, false
-}
-
-// Classify returns op's safety class: ALWAYS_CONFIRM when it is unknown.
-func Classify(op Operation) SafetyClass {
-	r, _ := RuleFor(op)
-	return r.Class
 }
 
 // Session levels (seed 001). A level can only narrow what grants allow.

@@ -3,7 +3,6 @@ package netproxy
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/agentgate/nmhost/mediator"
 )
@@ -50,10 +49,7 @@ func denyErr(d mediator.Decision, rawURL string, hop int) *DenyError {
 
 // truncURL keeps refused URLs in errors and logs to a readable size; a
 // hostile URL may be many kilobytes.
-func truncURL(s string) string {
-	const max = 512
-	if len(s) <= max {
-		return s
-	}
-	return strings.ToValidUTF8(s[:max], "") + "...(truncated)"
-}
+func truncURL(s string) string { return mediator.Truncate(s, maxURLInMessage) }
+
+// maxURLInMessage bounds a URL quoted in an error or a log line.
+const maxURLInMessage = 512

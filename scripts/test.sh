@@ -1,25 +1,68 @@
 #!/usr/bin/env bash
-# Runs every test of the project: vet, then the whole Go suite with the race
-# detector (the seed corpora of the fuzz tests run as ordinary tests).
-# Everything it needs is installed here, so it works on a fresh machine.
+# Runs every test of the project, in phases, each with a header: modules,
+# static checks (go mod tidy, vet for Linux, Windows and macOS, gofmt,
+# staticcheck pinned in go.mod), Chromium, the example agents, then the
+# whole Go suite with the race detector (fuzz seed corpora run as ordinary
+# tests). Everything it needs is installed here, so it works on a fresh
+# machine. It ends with one verdict line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+phase() { printf '\n== %s\n' "$*"; }
+verdict() {
+  local rc=$?
+  if [ "$rc" -eq 0 ]; then
+    printf '\ntest.sh: PASS (e2e screenshots in %s)\n' "${E2E_ARTIFACTS:-${TMPDIR:-/tmp}/nmhost-e2e-artifacts}"
+  else
+    printf '\ntest.sh: FAIL in phase "%s" (exit %d)\n' "$current" "$rc" >&2
+  fi
+}
+current=setup
+trap verdict EXIT
 
 if ! command -v go >/dev/null 2>&1; then
   echo "test.sh: Go is not installed (https://go.dev/dl/); the project needs Go $(sed -n 's/^go //p' go.mod)" >&2
   exit 1
 fi
 
+current="module download"; phase "$current"
 go mod download
+
+current="go mod tidy"; phase "$current"
+go mod tidy -diff
+
+current="vet (linux, windows, darwin)"; phase "$current"
 go vet ./...
+GOOS=windows go vet ./...
+GOOS=darwin go vet ./...
+
+current="gofmt"; phase "$current"
 gofmt_out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$gofmt_out" ]; then
   echo "test.sh: not gofmt-formatted:" >&2
   echo "$gofmt_out" >&2
   exit 1
 fi
+
+current="staticcheck"; phase "$current"
+go tool staticcheck ./...
+
+current="core imports no storage"; phase "$current"
+# The decision vocabulary and the network layer must build without SQLite.
+if go list -deps ./mediator ./netproxy ./netproxy/agentfetch ./wasmhost | grep -q sqlite; then
+  echo "test.sh: a core package pulls in SQLite:" >&2
+  go list -deps ./mediator ./netproxy ./netproxy/agentfetch ./wasmhost | grep sqlite >&2
+  exit 1
+fi
+
 # The end-to-end tests need Chromium and the example agents; they fail,
 # never skip, when the browser cannot start.
+current="Chromium"; phase "$current"
 ./scripts/setup-chromium.sh
+chromium --version
+
+current="example agents"; phase "$current"
 ./scripts/build-agents.sh
+
+current="tests"; phase "$current"
 go test -race -count=1 -timeout 30m ./...

@@ -22,7 +22,7 @@ import (
 	"github.com/agentgate/nmhost/internal/nmclient"
 )
 
-// binary is the nmhost built once for every test here: these tests talk to
+// nmhostBin is the nmhost built once for every test here: these tests talk to
 // the real executable over real pipes, as a browser does.
 var nmhostBin string
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -76,7 +77,7 @@ func Main(env Env) int {
 		err = runDenials(ctx, sub)
 	case "run":
 		err = runAgent(ctx, sub)
-		if err == errRunFailed {
+		if errors.Is(err, errRunFailed) {
 			return 1
 		}
 	case "prefs":
@@ -107,4 +108,4 @@ func Main(env Env) int {
 }
 
 // errUsage reports a usage error already printed by the flag package.
-var errUsage = fmt.Errorf("usage")
+var errUsage = errors.New("usage")

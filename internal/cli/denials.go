@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
@@ -50,11 +49,7 @@ func runDenials(ctx context.Context, env Env) error {
 	if f.Until, err = store.ParseFilterTime(until, now); err != nil {
 		return fmt.Errorf("--until: %w", err)
 	}
-	dir, err := datadir.Resolve(env.Getenv)
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(dir, store.Options{})
+	st, err := openStore(env)
 	if err != nil {
 		return err
 	}

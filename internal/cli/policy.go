@@ -19,6 +19,8 @@ import (
 // printed what it found.
 var errAuditBroken = errors.New("the audit chain is broken")
 
+// openStore opens the store in the data directory env names: the one way
+// every command that reads or writes records opens it.
 func openStore(env Env) (*store.Store, error) {
 	dir, err := datadir.Resolve(env.Getenv)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/term"
+
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -36,12 +38,11 @@ func newCLIPrompter(stdin io.Reader, stderr io.Writer, yesTo []string) (*cliProm
 	return p, nil
 }
 
+// isTerminal reports whether r is a terminal a person can answer at: a
+// pipe, a file or a character device such as /dev/null is not.
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	return isTTY(f.Fd())
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 var terminalAnswers = map[string]mediator.Answer{

@@ -11,7 +11,6 @@ import (
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/host"
 	"github.com/agentgate/nmhost/internal/pagefile"
-	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
@@ -76,11 +75,7 @@ func runAgent(ctx context.Context, env Env) error {
 		browser = p
 	}
 
-	dir, err := datadir.Resolve(env.Getenv)
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(dir, store.Options{})
+	st, err := openStore(env)
 	if err != nil {
 		return err
 	}
@@ -89,7 +84,7 @@ func runAgent(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := datadir.LoadConfig(dir)
+	cfg, err := datadir.LoadConfig(st.Dir())
 	if err != nil {
 		return err
 	}
@@ -108,7 +103,7 @@ func runAgent(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(dir, "wasm-cache")})
+	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(st.Dir(), "wasm-cache")})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // Caller is who launched the host, from the browser's command line.
@@ -66,9 +68,5 @@ func positional(args []string) []string {
 	return out
 }
 
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
-	}
-	return s
-}
+// clip bounds a launch argument quoted in an error.
+func clip(s string) string { return mediator.Truncate(s, 80) }

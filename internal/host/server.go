@@ -25,7 +25,8 @@ import (
 // shape changes incompatibly.
 const ProtocolVersion = 1
 
-// Options configures Serve. Store, Fetcher and Authorizer are required;
+// Options configures Serve. Store and Fetcher are required (Authorizer
+// has a default, the policy over Store);
 // the rest have safe zero values.
 type Options struct {
 	Store   *store.Store

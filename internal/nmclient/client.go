@@ -172,9 +172,6 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Done is closed when the host's output ends.
-func (c *Client) Done() <-chan struct{} { return c.done }
-
 func (c *Client) readErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,11 +1,7 @@
 package mediator
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -109,22 +105,19 @@ func ValidAgentID(id string) error {
 	return nil
 }
 
-// ParseProfile decodes and normalises an untrusted profile. Unknown fields
-// are refused, so a misspelt "allowedhosts" cannot silently mean "none".
+// ParseProfile decodes and normalises an untrusted profile. Unknown,
+// repeated and case-variant fields are refused (DecodeExact), so a misspelt
+// "allowedhosts" cannot silently mean "none" and a second "NetworkAccess"
+// cannot override what a reader sees.
 // The allowedHosts entries are only bounded here; their syntax belongs to
 // netproxy, which the caller must also run.
 func ParseProfile(data []byte) (Profile, error) {
 	if len(data) > MaxProfileBytes {
 		return Profile{}, Errorf(CodeTooLarge, "profile is %d bytes; the limit is %d", len(data), MaxProfileBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var p Profile
-	if err := dec.Decode(&p); err != nil {
-		return Profile{}, &Error{Code: CodeInvalidProfile, Msg: "profile is not valid JSON of the expected shape", Err: err}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Profile{}, Errorf(CodeInvalidProfile, "profile has trailing data after the JSON object")
+	if err := DecodeExact(data, &p); err != nil {
+		return Profile{}, &Error{Code: CodeInvalidProfile, Msg: "profile is not valid JSON of the expected shape (names match exactly; no unknown, repeated or case-variant members)", Err: err}
 	}
 	if err := p.Normalize(); err != nil {
 		return Profile{}, err

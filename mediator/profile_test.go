@@ -36,6 +36,10 @@ var fixtureCodes = map[string]Code{
 	"bad_required_not_a_list.json":                 CodeInvalidProfile,
 	"bad_modulesha256_uppercase.json":              CodeInvalidProfile,
 	"bad_duplicate_key_last_wins_invalid.json":     CodeInvalidProfile,
+	"bad_duplicate_key_same_value.json":            CodeInvalidProfile,
+	"bad_case_variant_capabilities.json":           CodeInvalidProfile,
+	"bad_case_variant_required.json":               CodeInvalidProfile,
+	"bad_case_variant_top_level.json":              CodeInvalidProfile,
 }
 
 func TestParseProfileFixtures(t *testing.T) {

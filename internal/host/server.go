@@ -13,8 +13,12 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/agentgate/nmhost/internal/frame"
 	"github.com/agentgate/nmhost/internal/store"
+
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
@@ -94,10 +98,24 @@ type request struct {
 	Raw  []byte
 }
 
-// decode reads the request's parameters (the request object's own fields).
+// decode reads the request's parameters (the request object's own fields
+// beside id and type) exactly: a member the type does not have, a case
+// variant of one it has and a repeated member are refused (bad_request),
+// so the host never acts on a reading of the message that its sender's
+// JSON.parse would not give.
 func (r *request) decode(v any) error {
-	if err := json.Unmarshal(r.Raw, v); err != nil {
-		return &mediator.Error{Code: mediator.CodeBadRequest, Msg: fmt.Sprintf("%s: parameters do not have the expected types", r.Type), Err: err}
+	var members map[string]jsontext.Value
+	err := jsonv2.Unmarshal(r.Raw, &members)
+	if err == nil {
+		delete(members, "id")
+		delete(members, "type")
+		var params []byte
+		if params, err = jsonv2.Marshal(members); err == nil {
+			err = mediator.DecodeExact(params, v)
+		}
+	}
+	if err != nil {
+		return &mediator.Error{Code: mediator.CodeBadRequest, Msg: fmt.Sprintf("%s: parameters do not have the expected names and types", r.Type), Err: err}
 	}
 	return nil
 }
@@ -314,8 +332,10 @@ func parseRequest(msg []byte) (*request, error) {
 		ID   json.RawMessage `json:"id"`
 		Type json.RawMessage `json:"type"`
 	}
-	if err := json.Unmarshal(msg, &env); err != nil {
-		return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "message is not valid JSON", Err: err}
+	// Names match exactly and a repeated member anywhere refuses the whole
+	// message, whatever its type (see decode).
+	if err := jsonv2.Unmarshal(msg, &env); err != nil {
+		return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "message is not valid JSON (or repeats a member)", Err: err}
 	}
 	req := &request{ID: nullID, Raw: msg}
 	if len(env.ID) == 0 || string(env.ID) == "null" {

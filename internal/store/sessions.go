@@ -141,20 +141,11 @@ func (s *Store) parseSessionPatch(id string, patch []byte) (sessionPatch, error)
 	return p, nil
 }
 
-// decodeStrict decodes one JSON object into v, refusing unknown fields,
-// trailing data and anything but an object.
+// decodeStrict decodes one JSON object into v exactly (mediator.DecodeExact).
 func decodeStrict(data []byte, v any) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return errors.New("not a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after the object")
-	}
-	return nil
+	return mediator.DecodeExact(data, v)
 }

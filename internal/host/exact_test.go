@@ -1,0 +1,47 @@
+package host
+
+import (
+	"testing"
+	"time"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// TestMessagesAreReadExactly: a message must have one reading. A member
+// given twice, a case variant of a parameter, or a parameter the type does
+// not have is refused before anything acts on it; Go's encoding/json alone
+// would have matched "AgentId" to agentId or kept the last duplicate.
+func TestMessagesAreReadExactly(t *testing.T) {
+	cases := []struct {
+		name string
+		msg  string
+		id   string // expected id in the reply
+	}{
+		{"duplicate id", `{"id":1,"id":2,"type":"hello"}`, "null"},
+		{"duplicate type", `{"id":1,"type":"hello","type":"grant"}`, "null"},
+		{"case-variant id", `{"ID":1,"type":"hello"}`, "null"},
+		{"case-variant parameter", `{"id":3,"type":"grant","agentId":"a","AgentId":"b","permission":"page.read"}`, "3"},
+		{"case-variant parameter alone", `{"id":4,"type":"revoke","AGENTID":"a","permission":"page.read"}`, "4"},
+		{"duplicate parameter", `{"id":5,"type":"grant","agentId":"a","agentId":"b","permission":"page.read"}`, "null"},
+		{"unknown parameter", `{"id":6,"type":"grant","agentId":"a","permission":"page.read","sudo":true}`, "6"},
+		{"duplicate nested member", `{"id":7,"type":"network-fetch","agentId":"a","url":"http://127.0.0.1/","options":{"method":"GET","method":"POST"}}`, "null"},
+		{"case-variant nested member", `{"id":8,"type":"network-fetch","agentId":"a","url":"http://127.0.0.1/","options":{"Method":"DELETE"}}`, "8"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, true)
+			go h.in.Write(frameOf([]byte(tc.msg)))
+			select {
+			case r := <-h.client.Unmatched:
+				if r.Success || r.Code != string(mediator.CodeBadRequest) {
+					t.Fatalf("want bad_request, got success=%v code=%q (%s)", r.Success, r.Code, r.Error)
+				}
+				if string(r.ID) != tc.id {
+					t.Fatalf("want id %s, got %s", tc.id, r.ID)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("no reply")
+			}
+		})
+	}
+}

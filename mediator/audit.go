@@ -5,7 +5,13 @@ package mediator
 const (
 	AuditDecision = "decision"
 	AuditExecuted = "executed"
+	// AuditUninstall records that an agent was removed together with its
+	// grants and remembered answers.
+	AuditUninstall = "uninstall"
 )
+
+// OpAgentUninstall names the operation of an AuditUninstall record.
+const OpAgentUninstall = "agent.uninstall"
 
 // AuditRecord is one link of the audit chain. It names targets, never
 // contents: page text and clipboard data appear only as a length.

@@ -20,12 +20,13 @@ const (
 // OperationRule is one row of the classification table.
 type OperationRule struct {
 	Name       string      // operation name (Operation.Name)
-	Method     string      // for network.fetch: the HTTP method; "" matches any other
+	Method     string      // for network.fetch: the HTTP method, exactly one per row
 	Permission Permission  // the grant the operation needs
 	Class      SafetyClass // how much confirmation it needs
 	// Target names the part of the operation a remembered answer is
-	// keyed by: "host" (fetches: method and host:port), "origin" (page
-	// writes) or "" (the operation as a whole).
+	// keyed by: "origin" (the canonical scheme://host:port of the URL a
+	// fetch goes to, or of the page a write touches; see TargetKey) or ""
+	// (the operation as a whole).
 	Target string
 	// StaysLocal is true when nothing leaves the machine: the only
 	// operations a "low" session may run.
@@ -55,23 +56,29 @@ var OperationTable = []OperationRule{
 		ReadOnly: true, Idempotent: true, Why: "reads your clipboard, which may hold passwords or private text"},
 	{Name: OpNotificationsShow, Permission: PermNotifications, Class: RequiresConfirmation, StaysLocal: true,
 		Why: "shows you a system notification"},
-	{Name: OpNetworkFetch, Method: "GET", Permission: PermNetworkFetch, Class: AlwaysSafe, Target: "host",
+	{Name: OpNetworkFetch, Method: "GET", Permission: PermNetworkFetch, Class: AlwaysSafe, Target: "origin",
 		ReadOnly: true, Idempotent: true, OpenWorld: true, Why: "reads from an allowed host"},
-	{Name: OpNetworkFetch, Method: "HEAD", Permission: PermNetworkFetch, Class: AlwaysSafe, Target: "host",
+	{Name: OpNetworkFetch, Method: "HEAD", Permission: PermNetworkFetch, Class: AlwaysSafe, Target: "origin",
 		ReadOnly: true, Idempotent: true, OpenWorld: true, Why: "reads from an allowed host"},
-	{Name: OpNetworkFetch, Method: "OPTIONS", Permission: PermNetworkFetch, Class: AlwaysSafe, Target: "host",
+	{Name: OpNetworkFetch, Method: "OPTIONS", Permission: PermNetworkFetch, Class: AlwaysSafe, Target: "origin",
 		ReadOnly: true, Idempotent: true, OpenWorld: true, Why: "reads from an allowed host"},
-	{Name: OpNetworkFetch, Method: "DELETE", Permission: PermNetworkFetch, Class: AlwaysConfirm, Target: "host",
-		Destructive: true, Idempotent: true, OpenWorld: true, Why: "asks a server to delete something"},
-	{Name: OpNetworkFetch, Permission: PermNetworkFetch, Class: RequiresConfirmation, Target: "host",
+	{Name: OpNetworkFetch, Method: "POST", Permission: PermNetworkFetch, Class: RequiresConfirmation, Target: "origin",
 		OpenWorld: true, Why: "sends data to a server"},
+	{Name: OpNetworkFetch, Method: "PUT", Permission: PermNetworkFetch, Class: RequiresConfirmation, Target: "origin",
+		Idempotent: true, OpenWorld: true, Why: "sends data to a server"},
+	{Name: OpNetworkFetch, Method: "PATCH", Permission: PermNetworkFetch, Class: RequiresConfirmation, Target: "origin",
+		OpenWorld: true, Why: "sends data to a server"},
+	{Name: OpNetworkFetch, Method: "DELETE", Permission: PermNetworkFetch, Class: AlwaysConfirm, Target: "origin",
+		Destructive: true, Idempotent: true, OpenWorld: true, Why: "asks a server to delete something"},
 }
 
 // unknownRule is what an operation outside the table gets.
 var unknownRule = OperationRule{Class: AlwaysConfirm, Why: "is not a known operation"}
 
 // RuleFor returns the table row for op and whether there is one. For a
-// fetch the method decides the row; an empty method is GET.
+// fetch the method decides the row; an empty method is GET, and a method
+// the table does not list (CONNECT, TRACE, PROPFIND...) has no row: it is
+// refused, never asked about (see FetchMethods).
 func RuleFor(op Operation) (OperationRule, bool) {
 	method := strings.ToUpper(op.Method)
 	if op.Name == OpNetworkFetch && method == "" {
@@ -116,24 +123,89 @@ func ParseLevel(s string) (string, error) {
 	return "", Errorf(CodeInvalidLevel, "permission level %q must be low, medium or high", Truncate(s, 32))
 }
 
-// targetKey is the value a remembered answer for op is keyed by. For a
-// fetch it is the method and the URL's host:port ("POST api.example.com:8443"):
-// "always allow" for a POST must not let a DELETE (always-confirm) or
-// another port of the same host through.
+// TargetKey is the value a remembered answer for op is keyed by, and what
+// a prompt shows as the answer's reach. For a fetch it is the method and
+// the canonical origin of the URL ("POST https://api.example.com:443"):
+// "always allow" for a POST must not let a DELETE (always-confirm), the
+// same host over cleartext http, or another port through, and "h",
+// "h:443" and "HTTPS://H" are one origin. For a page write it is the
+// page's canonical origin. A target that is not a URL with a host keys to
+// "", which no remembered answer matches.
+func TargetKey(op Operation) string {
+	rule, known := RuleFor(op)
+	if !known {
+		return ""
+	}
+	return targetKey(rule, op)
+}
+
 func targetKey(r OperationRule, op Operation) string {
-	switch r.Target {
-	case "host":
+	if r.Target != "origin" {
+		return ""
+	}
+	if r.Name == OpNetworkFetch {
+		origin := CanonicalOrigin(op.URL)
+		if origin == "" {
+			return ""
+		}
 		method := strings.ToUpper(op.Method)
 		if method == "" {
 			method = "GET"
 		}
-		hostPort := op.Host
-		if u, err := url.Parse(op.URL); err == nil && u.Host != "" {
-			hostPort = u.Host
-		}
-		return method + " " + hostPort
-	case "origin":
-		return op.Origin
+		return method + " " + origin
 	}
-	return ""
+	return CanonicalOrigin(op.Origin)
+}
+
+// CanonicalOrigin returns the origin of rawURL as scheme://host:port with
+// the scheme and host in lower case and the port always written (443 for
+// https, 80 for http), or "" when rawURL is not an http(s) URL with a host.
+func CanonicalOrigin(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	switch {
+	case scheme != "http" && scheme != "https":
+		return ""
+	case port == "" && scheme == "https":
+		port = "443"
+	case port == "":
+		port = "80"
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "" {
+		return ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return scheme + "://" + host + ":" + port
+}
+
+// FetchMethods are the HTTP methods an agent's fetch may use: the rows of
+// OperationTable for network.fetch. Anything else is method_not_allowed
+// before a prompt could be shown.
+func FetchMethods() []string {
+	var out []string
+	for _, r := range OperationTable {
+		if r.Name == OpNetworkFetch {
+			out = append(out, r.Method)
+		}
+	}
+	return out
+}
+
+// FetchCarriesNoBody reports whether method is one of the read-only fetch
+// methods (GET, HEAD, OPTIONS), which the policy classes as safe and which
+// may therefore carry no request body: a body would ride out on a safe
+// method without a prompt.
+func FetchCarriesNoBody(method string) bool {
+	if method == "" {
+		method = "GET"
+	}
+	r, ok := RuleFor(Operation{Name: OpNetworkFetch, Method: method})
+	return ok && r.ReadOnly
 }

@@ -45,6 +45,8 @@ const (
 	CodeUpstreamError    Code = "upstream_error"
 	CodeDNSError         Code = "dns_error"
 	CodeMethodNotAllowed Code = "method_not_allowed"
+	// CodeBodyNotAllowed: a GET, HEAD or OPTIONS fetch with a request body.
+	CodeBodyNotAllowed Code = "body_not_allowed"
 
 	// The browser side and the user.
 	CodeNoBrowser       Code = "no_browser"            // a browser call with no extension attached

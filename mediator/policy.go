@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -28,9 +29,14 @@ type PolicyDecision struct {
 // PromptRequest is what a Prompter shows the user. It carries the
 // operation's targets and lengths, never page text or clipboard contents.
 type PromptRequest struct {
-	Op      Operation
-	Class   SafetyClass
-	Reason  string
+	Op     Operation
+	Class  SafetyClass
+	Reason string
+	// Target is what an "always" answer would be remembered for
+	// (TargetKey: "POST https://api.example.com:443", a page's origin);
+	// "" when the operation has no target. The prompt shows it, so the
+	// person sees the reach of "always allow" before choosing it.
+	Target  string
 	Timeout time.Duration
 }
 
@@ -138,6 +144,12 @@ func denied(class SafetyClass, code Code, by, reason string) PolicyDecision {
 // decision.
 func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	rule, known := RuleFor(op)
+	if !known && op.Name == OpNetworkFetch {
+		// Refused here, before any prompt, so it can never be remembered
+		// as "always allow" either.
+		return denied(AlwaysConfirm, CodeMethodNotAllowed, "class:"+string(AlwaysConfirm),
+			fmt.Sprintf("method %q is not one an agent's fetch may use (%s)", Truncate(op.Method, 32), strings.Join(FetchMethods(), ", ")))
+	}
 	if !known {
 		return denied(AlwaysConfirm, CodeUnknownPermission, "class:"+string(AlwaysConfirm),
 			fmt.Sprintf("operation %q is not known", Truncate(op.Name, 64)))
@@ -145,6 +157,12 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	if op.Permission != "" && op.Permission != rule.Permission {
 		return denied(rule.Class, CodeBadRequest, "grant:"+string(rule.Permission),
 			fmt.Sprintf("operation %s needs %s, not %s", op.Name, rule.Permission, Truncate(string(op.Permission), 64)))
+	}
+	if rule.Name == OpNetworkFetch && rule.ReadOnly && op.TextLength > 0 {
+		// A safe method is safe because it sends nothing; with a body it
+		// would carry data out without a prompt.
+		return denied(rule.Class, CodeBodyNotAllowed, "class:"+string(rule.Class),
+			fmt.Sprintf("a %s request carries no body (this one has %d bytes); use POST or PUT", rule.Method, op.TextLength))
 	}
 	f, err := p.facts(ctx, op.AgentID, rule, targetKey(rule, op))
 	if err != nil {
@@ -240,7 +258,7 @@ func (p *Policy) prompt(ctx context.Context, op Operation, d PolicyDecision) Pol
 	rule, _ := RuleFor(op)
 	pctx, cancel := context.WithTimeout(ctx, p.opts.PromptTimeout)
 	defer cancel()
-	answer, err := p.opts.Prompter.Prompt(pctx, PromptRequest{Op: op, Class: d.Level, Reason: d.Reason, Timeout: p.opts.PromptTimeout})
+	answer, err := p.opts.Prompter.Prompt(pctx, PromptRequest{Op: op, Class: d.Level, Reason: d.Reason, Target: targetKey(rule, op), Timeout: p.opts.PromptTimeout})
 	d.RequiresPrompt = false
 	if err != nil {
 		d.Code, d.DecidedBy = CodePromptTimeout, "prompt:timeout"

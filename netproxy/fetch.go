@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -158,16 +159,9 @@ type Response struct {
 // Other failures carry CodeTimeout, CodeDNSError, CodeTooLarge (response)
 // or CodeUpstreamError.
 func (f *Fetcher) Fetch(ctx context.Context, acl *ACL, req Request) (*Response, error) {
-	method, d := checkMethod(req.Method)
+	method, hdr, d := f.checkRequest(req)
 	if !d.Allowed {
 		return nil, denyErr(d, req.URL, 0)
-	}
-	hdr, d := checkHeaders(req.Headers)
-	if !d.Allowed {
-		return nil, denyErr(d, req.URL, 0)
-	}
-	if int64(len(req.Body)) > f.cfg.MaxRequestBytes {
-		return nil, denyErr(deny(mediator.CodeTooLarge, "the request body is %d bytes; at most %d are allowed", len(req.Body), f.cfg.MaxRequestBytes), req.URL, 0)
 	}
 	t, d := acl.Check(req.URL)
 	if !d.Allowed {
@@ -204,6 +198,33 @@ func (f *Fetcher) Fetch(ctx context.Context, acl *ACL, req Request) (*Response, 
 		t = next
 		redirects = append(redirects, t.URL.String())
 	}
+}
+
+// CheckRequest applies the rules on the request itself (method, headers,
+// body) without sending anything, so that a caller can refuse a request
+// the fetch would refuse anyway before it asks anybody about it. Fetch
+// applies them again.
+func (f *Fetcher) CheckRequest(req Request) mediator.Decision {
+	_, _, d := f.checkRequest(req)
+	return d
+}
+
+func (f *Fetcher) checkRequest(req Request) (string, http.Header, mediator.Decision) {
+	method, d := checkMethod(req.Method)
+	if !d.Allowed {
+		return "", nil, d
+	}
+	hdr, d := checkHeaders(req.Headers)
+	if !d.Allowed {
+		return "", nil, d
+	}
+	if int64(len(req.Body)) > f.cfg.MaxRequestBytes {
+		return "", nil, deny(mediator.CodeTooLarge, "the request body is %d bytes; at most %d are allowed", len(req.Body), f.cfg.MaxRequestBytes)
+	}
+	if len(req.Body) > 0 && mediator.FetchCarriesNoBody(method) {
+		return "", nil, deny(mediator.CodeBodyNotAllowed, "a %s request carries no body (this one has %d bytes); use POST or PUT", method, len(req.Body))
+	}
+	return method, hdr, mediator.Allow("")
 }
 
 func (f *Fetcher) roundTrip(ctx context.Context, acl *ACL, t Target, method string, hdr http.Header, body []byte) (*http.Response, error) {
@@ -359,12 +380,11 @@ func checkMethod(m string) (string, mediator.Decision) {
 	if m == "" {
 		return http.MethodGet, mediator.Allow("")
 	}
-	switch u := strings.ToUpper(m); u {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
-		http.MethodPatch, http.MethodDelete, http.MethodOptions:
+	u := strings.ToUpper(m)
+	if slices.Contains(mediator.FetchMethods(), u) {
 		return u, mediator.Allow("")
 	}
-	return "", deny(mediator.CodeMethodNotAllowed, "method %q is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS", truncURL(m))
+	return "", deny(mediator.CodeMethodNotAllowed, "method %q is not allowed; use %s", truncURL(m), strings.Join(mediator.FetchMethods(), ", "))
 }
 
 // forbiddenHeaders are headers an agent may not set: they describe the

@@ -170,7 +170,8 @@ func (p prompter) Prompt(ctx context.Context, req mediator.PromptRequest) (media
 		"agentId": op.AgentID, "operation": op.Name, "permission": op.Permission, "class": req.Class,
 		"target": promptTarget{Method: op.Method, URL: op.URL, Host: op.Host, Origin: op.Origin,
 			Selector: op.Selector, TextLength: op.TextLength},
-		"reason": req.Reason, "timeoutMs": req.Timeout.Milliseconds(),
+		"rememberAs": req.Target,
+		"reason":     req.Reason, "timeoutMs": req.Timeout.Milliseconds(),
 	})
 	if err != nil {
 		return "", err

@@ -87,7 +87,8 @@ func TestPostAsksAndAlwaysAnswersAreRemembered(t *testing.T) {
 				t.Fatalf("the prompt carried the request body: %s", raw)
 			}
 			target, _ := shown["target"].(map[string]any)
-			if shown["class"] != "REQUIRES_CONFIRMATION" || target["method"] != "POST" || target["url"] != web.URL+"/submit" || target["textLength"] != float64(20) {
+			if shown["class"] != "REQUIRES_CONFIRMATION" || target["method"] != "POST" || target["url"] != web.URL+"/submit" || target["textLength"] != float64(20) ||
+				shown["rememberAs"] != "POST "+web.URL {
 				t.Fatalf("prompt showed %s", raw)
 			}
 			wantHits := map[mediator.Code]int64{"": 2}[c.want]
@@ -101,7 +102,7 @@ func TestPostAsksAndAlwaysAnswersAreRemembered(t *testing.T) {
 			}
 			if remembered {
 				p := prefs.Preferences[0]
-				if p.Operation != mediator.OpNetworkFetch || p.Target != "POST "+hostPort(web.URL) || string(p.Answer) != c.answer {
+				if p.Operation != mediator.OpNetworkFetch || p.Target != "POST "+web.URL || string(p.Answer) != c.answer {
 					t.Fatalf("preference %+v", p)
 				}
 				var rv struct{ Revoked bool }

@@ -202,34 +202,51 @@ func (s *Store) ListAgents(ctx context.Context) ([]mediator.AgentRecord, error) 
 	return out, nil
 }
 
-// UninstallAgent removes the agent and its grants. Its denial records stay:
-// they are history. Its module file stays too: modules are content-addressed
-// and may be shared.
+// UninstallAgent removes the agent, its grants and its remembered answers,
+// and appends an audit record saying so, all in one transaction: an agent
+// installed later under the same id starts with nothing of the old one's.
+// Its denial records stay: they are history. Its module file stays too:
+// modules are content-addressed and may be shared.
 func (s *Store) UninstallAgent(ctx context.Context, id string) error {
 	if mediator.ValidAgentID(id) != nil {
 		return fmt.Errorf("agent[%s]: %w", mediator.Truncate(id, 64), unknownAgent(id))
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		// Grants go by ON DELETE CASCADE (foreign_keys is on per connection);
-		// the explicit delete keeps that true even if it were not.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM grants WHERE agent_id = ?`, id); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM agents WHERE agent_id = ?`, id)
+		// Grants would also go by ON DELETE CASCADE; deleting them first
+		// counts them for the record, and keeps them gone even without it.
+		grants, err := deleteCount(ctx, tx, `DELETE FROM grants WHERE agent_id = ?`, id)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
+		prefs, err := deleteCount(ctx, tx, `DELETE FROM preferences WHERE agent_id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, err := deleteCount(ctx, tx, `DELETE FROM agents WHERE agent_id = ?`, id); err != nil {
 			return err
 		} else if n == 0 {
-			return unknownAgent(id)
+			return unknownAgent(id) // rolls the whole transaction back
 		}
-		return nil
+		_, err = s.appendAuditTx(ctx, tx, mediator.AuditEntry{
+			Kind: mediator.AuditUninstall, Operation: mediator.Operation{AgentID: id, Name: mediator.OpAgentUninstall},
+			Allowed: true, Code: mediator.CodeAllowed, DecidedBy: "user",
+			Reason: fmt.Sprintf("uninstalled; removed %d grant(s) and %d remembered answer(s)", grants, prefs),
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("agent[%s]: uninstall: %w", id, err)
 	}
 	return nil
+}
+
+// deleteCount runs a DELETE and returns how many rows it removed.
+func deleteCount(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // Grant grants perm to the agent on the user's behalf (source "user") and

@@ -39,26 +39,35 @@ func auditHash(prev string, seq int64, body []byte) string {
 // is read inside the same BEGIN IMMEDIATE transaction as the insert, so
 // concurrent host processes take turns and the chain never forks.
 func (s *Store) AppendAudit(ctx context.Context, e mediator.AuditEntry) (mediator.AuditRecord, error) {
-	rec := mediator.AuditRecord{AuditEntry: e, TS: s.now().UnixMilli()}
-	body, err := auditBody(rec.TS, e)
-	if err != nil {
-		return mediator.AuditRecord{}, &mediator.Error{Code: mediator.CodeInternal, Msg: "audit record not encodable", Err: err}
-	}
-	err = s.write(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&rec.Seq, &rec.Prev)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		rec.Seq++
-		rec.Hash = auditHash(rec.Prev, rec.Seq, body)
-		_, err = tx.ExecContext(ctx, `INSERT INTO audit (seq, ts, body, prev, hash) VALUES (?, ?, ?, ?, ?)`,
-			rec.Seq, rec.TS, string(body), rec.Prev, rec.Hash)
+	var rec mediator.AuditRecord
+	err := s.write(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
+		var err error
+		rec, err = s.appendAuditTx(ctx, tx, e)
 		return err
 	})
 	if err != nil {
 		return mediator.AuditRecord{}, fmt.Errorf("audit append: %w", err)
 	}
 	return rec, nil
+}
+
+// appendAuditTx appends e inside tx, so that a change and its audit record
+// commit together or not at all.
+func (s *Store) appendAuditTx(ctx context.Context, tx *sql.Tx, e mediator.AuditEntry) (mediator.AuditRecord, error) {
+	rec := mediator.AuditRecord{AuditEntry: e, TS: s.now().UnixMilli()}
+	body, err := auditBody(rec.TS, e)
+	if err != nil {
+		return mediator.AuditRecord{}, &mediator.Error{Code: mediator.CodeInternal, Msg: "audit record not encodable", Err: err}
+	}
+	err = tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&rec.Seq, &rec.Prev)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return mediator.AuditRecord{}, err
+	}
+	rec.Seq++
+	rec.Hash = auditHash(rec.Prev, rec.Seq, body)
+	_, err = tx.ExecContext(ctx, `INSERT INTO audit (seq, ts, body, prev, hash) VALUES (?, ?, ?, ?, ?)`,
+		rec.Seq, rec.TS, string(body), rec.Prev, rec.Hash)
+	return rec, err
 }
 
 // AuditPage is one page of the chain in seq order.

@@ -220,8 +220,8 @@ func TestAlwaysBlockWinsAndDamagedRowsAreIgnored(t *testing.T) {
 	ctx := context.Background()
 	s := policyStore(t)
 	p := mediator.NewPolicy(s, mediator.PolicyOptions{Prompter: &scriptedPrompter{answer: mediator.AnswerDeny}})
-	get := mediator.Operation{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "GET", Host: "example.com"}
-	pref, err := s.SetPreference(ctx, mediator.Preference{AgentID: "all", Operation: mediator.OpNetworkFetch, Target: "GET example.com", Answer: mediator.AnswerAlwaysBlock})
+	get := mediator.Operation{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "GET", URL: "https://example.com/", Host: "example.com"}
+	pref, err := s.SetPreference(ctx, mediator.Preference{AgentID: "all", Operation: mediator.OpNetworkFetch, Target: "GET https://example.com:443", Answer: mediator.AnswerAlwaysBlock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,30 +369,96 @@ func TestReinstallIsSeenAtOnce(t *testing.T) {
 	}
 }
 
-// TestRememberedFetchAnswerCoversExactlyThatMethodAndPort: "always allow"
-// for a POST must not let a DELETE (always-confirm) or another port through.
-func TestRememberedFetchAnswerCoversExactlyThatMethodAndPort(t *testing.T) {
+// TestRememberedFetchAnswerCoversExactlyThatMethodAndOrigin: "always allow"
+// for a POST must not let a DELETE (always-confirm), another port or the
+// same host over cleartext through, and must hold for every spelling of
+// the same origin.
+func TestRememberedFetchAnswerCoversExactlyThatMethodAndOrigin(t *testing.T) {
 	ctx := context.Background()
 	s := policyStore(t)
 	p := mediator.NewPolicy(s, mediator.PolicyOptions{Prompter: &scriptedPrompter{answer: mediator.AnswerAlwaysAllow}})
-	post := mediator.Operation{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "POST", URL: "http://example.com:8080/a", Host: "example.com"}
+	post := mediator.Operation{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "POST", URL: "https://example.com/a", Host: "example.com"}
 	if _, err := p.Authorize(ctx, post); err != nil {
 		t.Fatal(err)
 	}
 	prefs, _ := s.ListPreferences(ctx, "all")
-	if len(prefs) != 1 || prefs[0].Target != "POST example.com:8080" {
+	if len(prefs) != 1 || prefs[0].Target != "POST https://example.com:443" {
 		t.Fatalf("stored %+v", prefs)
 	}
 	for _, other := range []mediator.Operation{
-		{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "DELETE", URL: "http://example.com:8080/a", Host: "example.com"},
-		{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "POST", URL: "http://example.com:9090/a", Host: "example.com"},
+		{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "DELETE", URL: "https://example.com/a", Host: "example.com"},
+		{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "POST", URL: "https://example.com:8443/a", Host: "example.com"},
 		{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "POST", URL: "http://example.com/a", Host: "example.com"},
+		{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "POST", URL: "http://example.com:443/a", Host: "example.com"},
+		{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "POST", URL: "https://other.example.com/a", Host: "other.example.com"},
 	} {
 		if d := p.Decide(ctx, other); !d.RequiresPrompt {
-			t.Errorf("%s %s decided %+v by the POST :8080 answer", other.Method, other.URL, d)
+			t.Errorf("%s %s decided %+v by the POST https://example.com answer", other.Method, other.URL, d)
 		}
 	}
-	if d := p.Decide(ctx, post); !d.Allowed || !d.AlwaysAllow {
-		t.Fatalf("the same POST: %+v", d)
+	for _, same := range []string{"https://example.com/a", "https://example.com:443/b", "HTTPS://EXAMPLE.COM/c", "https://Example.com:443/"} {
+		op := post
+		op.URL = same
+		if d := p.Decide(ctx, op); !d.Allowed || !d.AlwaysAllow {
+			t.Errorf("POST %s (the same origin): %+v", same, d)
+		}
+	}
+}
+
+// TestRememberedBlockHoldsForEverySpellingOfThePort: "always block DELETE
+// http://127.0.0.1" is not bypassed by writing :80.
+func TestRememberedBlockHoldsForEverySpellingOfThePort(t *testing.T) {
+	ctx := context.Background()
+	s := policyStore(t)
+	p := mediator.NewPolicy(s, mediator.PolicyOptions{Prompter: &scriptedPrompter{answer: mediator.AnswerAlwaysBlock}})
+	del := mediator.Operation{AgentID: "all", Name: mediator.OpNetworkFetch, Method: "DELETE", URL: "http://127.0.0.1/x", Host: "127.0.0.1"}
+	if _, err := p.Authorize(ctx, del); mediator.CodeOf(err) != mediator.CodeBlockedByUser {
+		t.Fatalf("first DELETE: %v", err)
+	}
+	for _, u := range []string{"http://127.0.0.1/x", "http://127.0.0.1:80/x", "HTTP://127.0.0.1:80/y"} {
+		op := del
+		op.URL = u
+		if d := p.Decide(ctx, op); d.Code != mediator.CodeBlockedByUser {
+			t.Errorf("DELETE %s: %+v; want blocked_by_user", u, d)
+		}
+	}
+}
+
+// TestFetchMethodsAndBodiesTheTableDoesNotCover: a method outside the
+// table is refused before any prompt and never remembered; a body on a
+// safe method is refused instead of riding out unasked.
+func TestFetchMethodsAndBodiesTheTableDoesNotCover(t *testing.T) {
+	ctx := context.Background()
+	s := policyStore(t)
+	prompter := &scriptedPrompter{answer: mediator.AnswerAlwaysAllow}
+	p := mediator.NewPolicy(s, mediator.PolicyOptions{Prompter: prompter})
+	cases := []struct {
+		name   string
+		method string
+		body   int
+		code   mediator.Code
+	}{
+		{"CONNECT", "CONNECT", 0, mediator.CodeMethodNotAllowed},
+		{"TRACE", "TRACE", 0, mediator.CodeMethodNotAllowed},
+		{"PROPFIND", "PROPFIND", 10, mediator.CodeMethodNotAllowed},
+		{"lower-case trace", "trace", 0, mediator.CodeMethodNotAllowed},
+		{"GET with a body", "GET", 8 << 20, mediator.CodeBodyNotAllowed},
+		{"empty method with a body is GET", "", 1, mediator.CodeBodyNotAllowed},
+		{"HEAD with a body", "HEAD", 1, mediator.CodeBodyNotAllowed},
+		{"OPTIONS with a body", "OPTIONS", 8 << 20, mediator.CodeBodyNotAllowed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			op := mediator.Operation{AgentID: "all", Name: mediator.OpNetworkFetch, Method: c.method, URL: "https://example.com/", Host: "example.com", TextLength: c.body}
+			if _, err := p.Authorize(ctx, op); mediator.CodeOf(err) != c.code {
+				t.Fatalf("Authorize: %v; want %s", err, c.code)
+			}
+		})
+	}
+	if n := prompter.count(); n != 0 {
+		t.Fatalf("%d prompts shown; want none", n)
+	}
+	if prefs, _ := s.ListPreferences(ctx, "all"); len(prefs) != 0 {
+		t.Fatalf("remembered: %+v", prefs)
 	}
 }

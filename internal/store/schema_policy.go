@@ -26,3 +26,16 @@ CREATE TABLE audit (
 	hash TEXT NOT NULL
 );
 `
+
+// originKeys drops remembered answers written before answers were keyed by
+// the canonical origin (mediator.TargetKey): a fetch answer keyed
+// "POST host:port" did not say http or https, so it cannot be carried
+// over without guessing. Those operations are asked about again, which is
+// the safe direction: nothing is allowed that was not, and an "always
+// block" becomes a prompt, never a silent allow.
+const originKeys = `
+DELETE FROM preferences WHERE operation = 'network.fetch'
+	AND target NOT GLOB '* http://*:[0-9]*' AND target NOT GLOB '* https://*:[0-9]*';
+DELETE FROM preferences WHERE operation = 'page.write.setElementText'
+	AND target NOT GLOB 'http://*:[0-9]*' AND target NOT GLOB 'https://*:[0-9]*';
+`

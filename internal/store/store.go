@@ -35,6 +35,7 @@ var migrations = []string{
 	schemaPolicy,    // 1 -> 2: preferences and the audit chain (schema_policy.go)
 	schemaSessions,  // 2 -> 3: session settings (schema_sessions.go)
 	denialTimeOrder, // 3 -> 4: denial timestamps that never decrease with ids
+	originKeys,      // 4 -> 5: remembered answers keyed by canonical origin (schema_policy.go)
 }
 
 // denialTimeOrder makes every denial's timestamp at least its

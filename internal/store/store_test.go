@@ -444,6 +444,56 @@ func TestUninstallRemovesGrantsKeepsDenials(t *testing.T) {
 	}
 }
 
+// TestUninstallForgetsRememberedAnswers: an agent installed later under
+// the same id must not inherit "always allow DELETE"; the uninstall is in
+// the audit trail.
+func TestUninstallForgetsRememberedAnswers(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, t.TempDir())
+	prof := testProfile("a", []mediator.Permission{mediator.PermNetworkFetch}, nil)
+	prof.Capabilities.NetworkAccess = true
+	if _, err := s.InstallAgent(ctx, prof, ""); err != nil {
+		t.Fatal(err)
+	}
+	del := mediator.Operation{AgentID: "a", Name: mediator.OpNetworkFetch, Method: "DELETE", URL: "http://127.0.0.1:8080/x"}
+	if _, err := s.SetPreference(ctx, mediator.Preference{AgentID: "a", Operation: mediator.OpNetworkFetch, Target: mediator.TargetKey(del), Answer: mediator.AnswerAlwaysAllow}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetPreference(ctx, mediator.Preference{AgentID: "other", Operation: mediator.OpClipboardRead, Answer: mediator.AnswerAlwaysAllow}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UninstallAgent(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if prefs, _ := s.ListPreferences(ctx, "a"); len(prefs) != 0 {
+		t.Fatalf("answers left after uninstall: %+v", prefs)
+	}
+	if prefs, _ := s.ListPreferences(ctx, "other"); len(prefs) != 1 {
+		t.Fatalf("another agent's answers: %+v", prefs)
+	}
+	// A different agent under the same id is asked, not allowed.
+	if _, err := s.InstallAgent(ctx, prof, ""); err != nil {
+		t.Fatal(err)
+	}
+	if d := mediator.NewPolicy(s, mediator.PolicyOptions{}).Decide(ctx, del); !d.RequiresPrompt {
+		t.Fatalf("DELETE after re-install: %+v; want a prompt", d)
+	}
+	page, err := s.ListAudit(ctx, 0, 10, false)
+	if err != nil || len(page.Records) != 1 {
+		t.Fatalf("audit %+v, %v", page, err)
+	}
+	r := page.Records[0]
+	if r.Kind != mediator.AuditUninstall || r.Operation.AgentID != "a" || !strings.Contains(r.Reason, "1 grant(s) and 1 remembered answer(s)") {
+		t.Fatalf("uninstall record %+v", r)
+	}
+	if rep, err := s.VerifyAudit(ctx); err != nil || !rep.OK {
+		t.Fatalf("verify %+v %v", rep, err)
+	}
+	if err := s.UninstallAgent(ctx, "nobody"); mediator.CodeOf(err) != mediator.CodeUnknownAgent {
+		t.Fatalf("uninstall of nobody: %v", err)
+	}
+}
+
 func TestLogDenialBoundsAndDefaults(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, t.TempDir())
@@ -836,6 +886,42 @@ func TestMigrationOrdersDenialTimes(t *testing.T) {
 	s = openTestStore(t, dir)
 	if got, want := storedTimes(t, s), []int64{500, 500, 700, 700, 800, 800, 800}; !slices.Equal(got, want) {
 		t.Fatalf("times after migration %v; want %v", got, want)
+	}
+}
+
+// TestMigrationDropsAnswersKeyedByHostOnly: answers remembered before the
+// canonical-origin key are asked again; current ones stay.
+func TestMigrationDropsAnswersKeyedByHostOnly(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	for _, row := range [][2]string{
+		{"network.fetch", "POST example.com:443"},
+		{"network.fetch", "DELETE 127.0.0.1:80"},
+		{"page.write.setElementText", "https://a.example"},
+		{"network.fetch", "POST https://example.com:443"},
+		{"page.write.setElementText", "https://a.example:443"},
+		{"clipboard.read", ""},
+	} {
+		if _, err := s.db.Exec(`INSERT INTO preferences (agent_id, operation, target, answer, created_at) VALUES ('a', ?, ?, 'always-allow', 1)`, row[0], row[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.db.Exec(`PRAGMA user_version = 4`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openTestStore(t, dir)
+	prefs, err := s.ListPreferences(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range prefs {
+		got = append(got, p.Operation+" "+p.Target)
+	}
+	want := []string{"network.fetch POST https://example.com:443", "page.write.setElementText https://a.example:443", "clipboard.read "}
+	if !slices.Equal(got, want) {
+		t.Fatalf("after migration %q; want %q", got, want)
 	}
 }
 

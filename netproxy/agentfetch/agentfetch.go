@@ -93,6 +93,12 @@ func (s *Service) Fetch(ctx context.Context, req Request) (*netproxy.Response, e
 	if d := s.cfg.Store.Check(ctx, req.AgentID, mediator.PermNetworkFetch); !d.Allowed {
 		return nil, deny(codeOr(d.Code), req.URL, d.Reason)
 	}
+	// What the fetch would refuse anyway (a method outside the table, a
+	// body on GET, a forbidden header) is refused before anybody is asked,
+	// so no prompt can show it and no "always allow" can remember it.
+	if d := s.cfg.Fetcher.CheckRequest(req.Request); !d.Allowed {
+		return nil, deny(codeOr(d.Code), req.URL, d.Reason)
+	}
 	if !rec.Profile.Capabilities.NetworkAccess {
 		return nil, deny(mediator.CodeNetworkDisabled, req.URL, "the agent's profile does not enable networkAccess")
 	}

@@ -25,6 +25,10 @@ type Operation struct {
 	Origin     string `json:"origin,omitempty"`
 	Selector   string `json:"selector,omitempty"`
 	TextLength int    `json:"textLength,omitempty"` // bytes written or read; never the text
+	// Hop is, for a fetch, the redirect this request follows (1 for the
+	// first); 0 for the request as the agent made it. Each hop is decided
+	// and recorded on its own.
+	Hop int `json:"hop,omitempty"`
 
 	// SessionLevel is the permission level of the session the run belongs
 	// to (seed 001: "low", "medium", "high"); empty means the default,

@@ -141,6 +141,24 @@ type Request struct {
 	Method  string            // default GET; GET HEAD POST PUT PATCH DELETE OPTIONS
 	Headers map[string]string // see checkHeaders for the refused names
 	Body    []byte
+
+	// DecideHop, when set, is asked before each redirect is followed, once
+	// the hop has passed the ACL, with the request the hop would send.
+	// An error refuses the hop and ends the fetch with that error;
+	// nothing is sent to the hop's target. The caller's policy uses it so
+	// that a decision covers exactly the request it was made for: a
+	// redirect is a new request to a new target.
+	DecideHop func(ctx context.Context, hop Hop) error
+}
+
+// Hop is one redirect about to be followed: the request it would send.
+type Hop struct {
+	N       int    // 1 for the first redirect
+	From    string // the URL that answered with the redirect
+	Method  string // after the status code's method rules (303 turns POST into GET)
+	URL     string // canonical
+	Host    string // canonical
+	BodyLen int    // bytes of body the hop would carry
 }
 
 // Response is what the agent gets back.
@@ -195,6 +213,12 @@ func (f *Fetcher) Fetch(ctx context.Context, acl *ACL, req Request) (*Response, 
 			return nil, denyErr(d, abs, hop+1)
 		}
 		method, body, hdr = redirectRequest(resp.StatusCode, method, body, hdr, t, next)
+		if req.DecideHop != nil {
+			hop := Hop{N: hop + 1, From: t.URL.String(), Method: method, URL: next.URL.String(), Host: next.Host, BodyLen: len(body)}
+			if err := req.DecideHop(ctx, hop); err != nil {
+				return nil, err
+			}
+		}
 		t = next
 		redirects = append(redirects, t.URL.String())
 	}

@@ -122,10 +122,27 @@ func (s *Service) Fetch(ctx context.Context, req Request) (*netproxy.Response, e
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), err)
 	}
+	// Every redirect hop is a new request to a new target: it is decided
+	// (and recorded) like the first, so "always allow POST to A" never
+	// carries the body to B, whatever A answers. Each allowed hop's record
+	// gets the fetch's outcome.
+	dones := []func(error){done}
+	req.Request.DecideHop = func(ctx context.Context, hop netproxy.Hop) error {
+		hopOp := op
+		hopOp.Method, hopOp.URL, hopOp.Host, hopOp.TextLength, hopOp.Hop = hop.Method, hop.URL, hop.Host, hop.BodyLen, hop.N
+		hopDone, err := s.cfg.Authorizer.Authorize(ctx, hopOp)
+		if err != nil {
+			return fmt.Errorf("redirect %d: %w", hop.N, err)
+		}
+		dones = append(dones, hopDone)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, rec.Profile.Capabilities.Timeout())
 	defer cancel()
 	resp, err := s.cfg.Fetcher.Fetch(ctx, acl, req.Request)
-	done(err)
+	for _, d := range dones {
+		d(err)
+	}
 	if err != nil {
 		var de *netproxy.DenyError
 		if errors.As(err, &de) {

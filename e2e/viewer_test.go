@@ -5,13 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
 
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
@@ -39,7 +44,7 @@ func viewerRun(t *testing.T, dataDir, agentID string, urls ...string) {
 }
 
 // startViewer starts `nmhost serve --port 0` on dataDir and returns the
-// URL of its first stdout line.
+// URL of its first stdout line, http://127.0.0.1:PORT/#token=TOKEN.
 func startViewer(t *testing.T, dataDir string) string {
 	t.Helper()
 	cmd := exec.Command(nmhostBin, "serve", "--port", "0")
@@ -64,10 +69,10 @@ func startViewer(t *testing.T, dataDir string) string {
 	}()
 	select {
 	case line := <-first:
-		if !strings.HasPrefix(line, "http://127.0.0.1:") || !strings.Contains(line, "/?token=") {
+		if !strings.HasPrefix(line, "http://127.0.0.1:") || !strings.Contains(line, "/#token=") {
 			cmd.Process.Kill()
 			cmd.Wait() // stderr is complete only after Wait
-			t.Fatalf("nmhost serve printed %q first, not http://127.0.0.1:PORT/?token=TOKEN; stderr:\n%s", line, stderr.String())
+			t.Fatalf("nmhost serve printed %q first, not http://127.0.0.1:PORT/#token=TOKEN; stderr:\n%s", line, stderr.String())
 		}
 		return line
 	case <-time.After(20 * time.Second):
@@ -78,17 +83,79 @@ func startViewer(t *testing.T, dataDir string) string {
 	return ""
 }
 
+// splitViewerURL returns the viewer's base URL and its token.
+func splitViewerURL(t *testing.T, link string) (base, token string) {
+	t.Helper()
+	base, token, ok := strings.Cut(link, "/#token=")
+	if !ok || token == "" {
+		t.Fatalf("%q is not http://127.0.0.1:PORT/#token=TOKEN", link)
+	}
+	return base, token
+}
+
+// viewerGet is a program's GET of the viewer's API, with the token.
+func viewerGet(t *testing.T, link, path string) []byte {
+	t.Helper()
+	base, token := splitViewerURL(t, link)
+	req, _ := http.NewRequest("GET", base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return b
+}
+
+// download clicks the button with id in the viewer's tab and returns what
+// the browser saved: the export is fetched with the token and saved from a
+// Blob URL, so this is the whole path a person's click takes.
+func download(t *testing.T, view context.Context, id string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(view, 30*time.Second)
+	defer cancel()
+	progress := chromedp.Events(ctx, cdpbrowser.DownloadProgress)
+	events := true
+	if _, err := chromedp.Call(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: &events,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer chromedp.Call(view, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDefault})
+	click(t, view, id)
+	for ev, err := range progress {
+		if err != nil {
+			t.Fatalf("waiting for the download of #%s: %v; the page says %q", id, err,
+				eval[string](t, view, `document.getElementById('export-status').textContent`))
+		}
+		switch ev.State {
+		case cdpbrowser.DownloadProgressStateCompleted:
+			b, err := os.ReadFile(filepath.Join(dir, ev.GUID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		case cdpbrowser.DownloadProgressStateCanceled:
+			t.Fatalf("the download of #%s was canceled", id)
+		}
+	}
+	t.Fatalf("no download of #%s", id)
+	return nil
+}
+
 func TestViewerShowsFiltersAndTailsDenials(t *testing.T) {
 	data := t.TempDir()
 	canary := serve(t, func(w http.ResponseWriter, r *http.Request) {})
 	viewerRun(t, data, "viewer-seed", canary.URL+"/a", canary.URL+"/b")
 	viewerRun(t, data, "viewer-other", canary.URL+"/c")
 
-	view := page(t, startViewer(t, data))
-	// The token leaves the address bar for a cookie.
-	if href := eval[string](t, view, `location.href`); strings.Contains(href, "token=") {
-		t.Errorf("the token stayed in the URL: %s", href)
-	}
+	link := startViewer(t, data)
+	view := page(t, link)
 	waitFor(t, view, `document.querySelectorAll('#denials tbody tr[data-id][data-agent]').length === 3`)
 	waitFor(t, view, `document.getElementById('live-status').textContent.trim() === 'live'`)
 	waitFor(t, view, `document.getElementById('chart')`)
@@ -111,11 +178,14 @@ func TestViewerShowsFiltersAndTailsDenials(t *testing.T) {
 	}
 	screenshot(t, view, "viewer")
 
-	// The export follows the filter.
+	// The export follows the filter, and is a real download.
 	for _, format := range []string{"jsonl", "csv"} {
-		body := eval[string](t, view, fmt.Sprintf(`fetch(document.getElementById('export-%s').href).then(r => r.text())`, format))
+		body := string(download(t, view, "export-"+format))
 		if strings.Count(body, "viewer-seed") != 3 || strings.Contains(body, "viewer-other") {
 			t.Errorf("the %s export of the filtered view:\n%s", format, body)
+		}
+		if saved := eval[string](t, view, `document.getElementById('export-status').textContent`); !strings.HasSuffix(saved, "."+format) {
+			t.Errorf("after the %s export the page says %q", format, saved)
 		}
 	}
 	// A denial leads to the agent's profile and the grant behind it, and
@@ -127,9 +197,14 @@ func TestViewerShowsFiltersAndTailsDenials(t *testing.T) {
 		eval[bool](t, view, `(() => { document.querySelector('#agent-grants tr[data-permission="network.fetch"] button.revoke').click(); return true })()`)
 	}
 	waitFor(t, view, `document.querySelector('#agent-grants tr[data-permission="network.fetch"]') === null`)
-	grants := eval[string](t, view, `fetch('/api/agents/viewer-seed').then(r => r.json()).then(a => a.grants.map(g => g.permission).join(','))`)
-	if strings.Contains(grants, "network.fetch") {
-		t.Errorf("after revoking from the viewer the store still grants: %s", grants)
+	var rec struct{ Grants []struct{ Permission string } }
+	if err := json.Unmarshal(viewerGet(t, link, "/api/agents/viewer-seed"), &rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rec.Grants {
+		if g.Permission == "network.fetch" {
+			t.Errorf("after revoking from the viewer the store still grants: %+v", rec.Grants)
+		}
 	}
 	if canary.hits.Load() != 0 {
 		t.Errorf("the canary was hit %d times", canary.hits.Load())
@@ -177,5 +252,71 @@ func TestViewerShowsHostileTextAsText(t *testing.T) {
 	}
 	if r.Agent != hostile || r.Title != hostile || !strings.Contains(r.Text, "<script>window.pwned=3</script>") {
 		t.Fatalf("hostile text not shown verbatim: %+v", r)
+	}
+}
+
+// TestViewerTokenReachesNoOtherPort: a browser sends cookies to every port
+// of 127.0.0.1, so a token kept in a cookie would reach any local server the
+// browser visits. The browser opens the viewer as a person does, then a
+// page on another port whose image comes from a third: neither listener may
+// see the token, in a cookie or anywhere else. The token leaves the address
+// bar and stays in the viewer tab's sessionStorage only.
+func TestViewerTokenReachesNoOtherPort(t *testing.T) {
+	data := t.TempDir()
+	link := startViewer(t, data)
+	base, token := splitViewerURL(t, link)
+	view := page(t, link)
+	waitFor(t, view, `document.getElementById('live-status').textContent.trim() === 'live'`)
+	if href := eval[string](t, view, `location.href`); href != base+"/" {
+		t.Errorf("the address bar holds %s; want %s/ without the token", href, base)
+	}
+	if kept := eval[string](t, view, `sessionStorage.getItem('nmhost-viewer-token') || ''`); kept != token {
+		t.Errorf("sessionStorage holds %q; want the token", kept)
+	}
+
+	var mu sync.Mutex
+	var seen []string // every request line and header the other ports received
+	record := func(r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r.Method+" "+r.URL.String())
+		for k, v := range r.Header {
+			seen = append(seen, k+": "+strings.Join(v, ", "))
+		}
+	}
+	listener := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		w.Header().Set("Content-Type", "image/svg+xml")
+		fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>`)
+	})
+	other := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><img id="pixel" src="%s/pixel.svg">`, listener.URL)
+	})
+	for _, u := range []string{listener.URL, other.URL} {
+		if !strings.HasPrefix(u, "http://127.0.0.1:") || u == base {
+			t.Fatalf("%s is not another port of 127.0.0.1", u)
+		}
+	}
+	visit := page(t, other.URL+"/")
+	waitFor(t, visit, `document.getElementById('pixel').complete`)
+	if listener.hits.Load() == 0 {
+		t.Fatal("the page's image never reached the listener")
+	}
+	mu.Lock()
+	for _, line := range seen {
+		if strings.Contains(line, token) || strings.Contains(line, "nmhost_viewer") {
+			t.Errorf("another port of 127.0.0.1 received %q", line)
+		}
+	}
+	mu.Unlock()
+
+	// Another tab of the viewer without the fragment has no token: the page
+	// says what to open, and the browser held nothing to get in with.
+	bare := page(t, base+"/")
+	waitFor(t, bare, `document.getElementById('live-status').textContent === 'no token'`)
+	if note := eval[string](t, bare, `document.getElementById('table-note').textContent`); !strings.Contains(note, "#token=") {
+		t.Errorf("a tab without the token says %q", note)
 	}
 }

@@ -14,7 +14,9 @@ import (
 	"time"
 )
 
-var viewerURL = regexp.MustCompile(`^http://127\.0\.0\.1:([0-9]+)/\?token=([A-Za-z0-9_-]{43})$`)
+// viewerURL is the first line of `nmhost serve`: the token in the fragment,
+// which a browser never sends to the server.
+var viewerURL = regexp.MustCompile(`^http://127\.0\.0\.1:([0-9]+)/#token=([A-Za-z0-9_-]{43})$`)
 
 func TestServePrintsItsURLFirstAndStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
@@ -37,7 +39,7 @@ func TestServePrintsItsURLFirstAndStopsCleanly(t *testing.T) {
 	}
 	m := viewerURL.FindStringSubmatch(strings.TrimSuffix(line, "\n"))
 	if m == nil {
-		t.Fatalf("first line %q is not http://127.0.0.1:PORT/?token=TOKEN", line)
+		t.Fatalf("first line %q is not http://127.0.0.1:PORT/#token=TOKEN", line)
 	}
 	file, err := os.ReadFile(filepath.Join(dir, "viewer-token"))
 	if err != nil || strings.TrimSpace(string(file)) != m[2] {
@@ -45,6 +47,16 @@ func TestServePrintsItsURLFirstAndStopsCleanly(t *testing.T) {
 	}
 	if fi, _ := os.Stat(filepath.Join(dir, "viewer-token")); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file mode %#o", fi.Mode().Perm())
+	}
+	// What a browser requests for the printed URL: the fragment stays
+	// behind, the page comes without the token and sets no cookie.
+	page, err := http.Get(strings.TrimSuffix(line, "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.Body.Close()
+	if page.StatusCode != 200 || page.Request.URL.RequestURI() != "/" || len(page.Header.Values("Set-Cookie")) != 0 {
+		t.Fatalf("GET the printed URL: %d for %s, cookies %v", page.StatusCode, page.Request.URL.RequestURI(), page.Header.Values("Set-Cookie"))
 	}
 	req, _ := http.NewRequest("GET", "http://127.0.0.1:"+m[1]+"/api/denials", nil)
 	req.Header.Set("Authorization", "Bearer "+m[2])
@@ -68,6 +80,89 @@ func TestServePrintsItsURLFirstAndStopsCleanly(t *testing.T) {
 	out := serveOnce(t, dir, "--port", "0")
 	if !strings.Contains(out, m[2]) {
 		t.Fatalf("a restart printed another token: %q", out)
+	}
+}
+
+// TestServeOpenKeepsTheTokenOutOfArgv: --open hands the desktop's opener
+// (here a stand-in earlier on PATH that records its arguments) the path of
+// an owner-only file that forwards to the URL; the token is in the file,
+// never in a process's arguments, which every user can read. The file goes
+// when serve stops.
+func TestServeOpenKeepsTheTokenOutOfArgv(t *testing.T) {
+	dir := t.TempDir()
+	bin := t.TempDir()
+	record := filepath.Join(t.TempDir(), "opener-argv")
+	// Written whole, then renamed, so the test never reads half of it.
+	script := "#!/bin/sh\nfor a in \"$0\" \"$@\"; do printf '%s\\n' \"$a\"; done > \"$OPENER_RECORD.tmp\" && mv \"$OPENER_RECORD.tmp\" \"$OPENER_RECORD\"\n"
+	for _, name := range []string{"xdg-open", "open"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(nmhostBin, "serve", "--port", "0", "--open")
+	cmd.Env = append(hostEnv(dir), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "OPENER_RECORD="+record)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	m := viewerURL.FindStringSubmatch(strings.TrimSuffix(line, "\n"))
+	if err != nil || m == nil {
+		t.Fatalf("first line %q (%v); stderr:\n%s", line, err, stderr.String())
+	}
+	link, token := m[0], m[2]
+
+	var argv []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(record); err == nil {
+			argv = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the opener never ran; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(argv) != 2 || filepath.Base(argv[0]) != "xdg-open" && filepath.Base(argv[0]) != "open" {
+		t.Fatalf("the opener ran as %q; want the opener and one path", argv)
+	}
+	for _, a := range argv {
+		if strings.Contains(a, token) {
+			t.Fatalf("the token is in the opener's arguments: %q", argv)
+		}
+	}
+	launcher := argv[1]
+	if filepath.Dir(launcher) != dir {
+		t.Errorf("the launcher %s is not in the data dir %s", launcher, dir)
+	}
+	fi, err := os.Lstat(launcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Errorf("launcher mode %v; want a regular file, 0600", fi.Mode())
+	}
+	page, err := os.ReadFile(launcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `content="0;url=`+link+`"`) || !strings.Contains(string(page), `location.replace("`+link+`")`) {
+		t.Errorf("the launcher does not forward to %s:\n%s", link, page)
+	}
+
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGINT: %v; stderr:\n%s", err, stderr.String())
+	}
+	if _, err := os.Lstat(launcher); !os.IsNotExist(err) {
+		t.Errorf("the launcher outlived serve: %v", err)
 	}
 }
 

@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os/exec"
+	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 
 	"github.com/agentgate/nmhost/internal/datadir"
@@ -21,8 +20,9 @@ import (
 )
 
 // runServe: nmhost serve [--port N] [--bind ADDR [--unsafe-bind]] [--open].
-// The first line on stdout is the viewer's URL with its token; everything
-// else goes to stderr and the log file.
+// The first line on stdout is the viewer's URL, the token in its fragment
+// (which browsers never send to a server); everything else goes to stderr
+// and the log file.
 func runServe(ctx context.Context, env Env) error {
 	var (
 		port       int
@@ -116,12 +116,19 @@ func runServe(ctx context.Context, env Env) error {
 	if addr.Is6() {
 		urlHost = "[" + urlHost + "]"
 	}
-	link := "http://" + urlHost + ":" + gotPort + "/?token=" + token.String()
+	link := "http://" + urlHost + ":" + gotPort + "/#token=" + token.String()
 	fmt.Fprintln(env.Stdout, link)
 	log.Info("viewer started", "addr", ln.Addr().String(), "dir", dir, "unsafeBind", unsafeHost != "")
 	fmt.Fprintf(env.Stderr, "nmhost serve: the denial log of %s, live at the URL above (the token is also in %s). Ctrl-C stops.\n", dir, filepath.Join(dir, viewer.TokenFile))
 	if open {
-		if err := openBrowser(link); err != nil {
+		// The opener gets the path of a private file that forwards to the
+		// URL, never the URL: a process's arguments are readable by every
+		// user of the machine.
+		launcher, err := viewer.Launch(dir, link, nil)
+		if launcher != "" {
+			defer os.Remove(launcher)
+		}
+		if err != nil {
 			log.Warn("could not open a browser; open the URL yourself", "err", err)
 		}
 	}
@@ -130,23 +137,4 @@ func runServe(ctx context.Context, env Env) error {
 		err = nil
 	}
 	return err
-}
-
-// openBrowser hands the URL to the desktop's opener. The URL is passed as
-// one argument, never through a shell.
-func openBrowser(link string) error {
-	var cmd *exec.Cmd
-	switch runtime.GOOS {
-	case "darwin":
-		cmd = exec.Command("open", link)
-	case "windows":
-		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", link)
-	default:
-		cmd = exec.Command("xdg-open", link)
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	go cmd.Wait()
-	return nil
 }

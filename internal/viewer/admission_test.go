@@ -1,90 +1,188 @@
 package viewer
 
 import (
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
-func TestEveryRequestNeedsTheToken(t *testing.T) {
+func TestEveryAPIRequestNeedsTheToken(t *testing.T) {
 	v := newTestViewer(t, nil)
 	good := v.token.String()
-	// Same length as the real token, one character off: the compare must
-	// not stop at a prefix.
-	last := "A"
-	if good[len(good)-1] == 'A' {
-		last = "B"
-	}
-	near := good[:len(good)-1] + last
+	near := nearToken(good)
 	cases := []struct {
 		name string
 		path string
 		opts []reqOpt
 	}{
-		{"no token page", "/", nil},
 		{"no token api", "/api/denials", nil},
-		{"no token static", "/static/viewer.js", nil},
+		{"no token export", "/api/denials/export?format=csv", nil},
+		{"no token unknown api", "/api/nothing", nil},
+		{"no token unknown path", "/favicon.ico", nil},
 		{"no token ws", "/ws", nil},
-		{"wrong query token", "/?token=" + near, nil},
-		{"empty query token", "/?token=", nil},
-		{"token prefix", "/api/denials?token=" + good[:10], nil},
-		{"token twice as long", "/api/denials?token=" + good + good, nil},
-		{"wrong cookie", "/api/denials", []reqOpt{cookie(v.cookieName(), near)}},
-		{"cookie of another port", "/api/denials", []reqOpt{cookie("nmhost_viewer_1", good)}},
+		{"dot-dot out of static", "/static/../api/denials", nil},
 		{"wrong bearer", "/api/denials", []reqOpt{bearer(near)}},
+		{"token prefix", "/api/denials", []reqOpt{bearer(good[:10])}},
+		{"token twice as long", "/api/denials", []reqOpt{bearer(good + good)}},
 		{"basic auth", "/api/denials", []reqOpt{header("Authorization", "Basic "+good)}},
 		{"bearer lowercase scheme", "/api/denials", []reqOpt{header("Authorization", "bearer "+good)}},
-		// A wrong header is not rescued by a right cookie.
-		{"wrong bearer right cookie", "/api/denials", []reqOpt{bearer(near), cookie(v.cookieName(), good)}},
+		// What a sibling port could replay, or an old browser session
+		// still holds: neither a cookie nor a query admits anyone.
+		{"the old cookie", "/api/denials", []reqOpt{cookie(v.oldCookieName(), good)}},
+		{"query token", "/api/denials", []reqOpt{query("token=" + good)}},
+		{"query token with bearer", "/api/denials", []reqOpt{bearer(good), query("token=" + good)}},
+		{"query token on the page", "/", []reqOpt{query("token=" + good)}},
+		{"wrong query token on the page", "/", []reqOpt{query("token=" + near)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			status, body, resp := v.do("GET", c.path, "", c.opts...)
 			wantRefusal(t, status, body, http.StatusUnauthorized, mediator.CodeUnauthorized)
-			if len(resp.Cookies()) != 0 {
-				t.Errorf("a refused request got a cookie: %v", resp.Cookies())
+			if len(resp.Header.Values("Set-Cookie")) != 0 {
+				t.Errorf("a refused request got a cookie: %v", resp.Header.Values("Set-Cookie"))
 			}
 			if strings.Contains(body, good) {
 				t.Errorf("the refusal leaks the token")
 			}
 		})
 	}
-	for name, opt := range map[string]reqOpt{"bearer": bearer(good), "cookie": cookie(v.cookieName(), good)} {
-		t.Run("accepted "+name, func(t *testing.T) {
-			var p store.DenialPage
-			v.api("GET", "/api/denials", "", 200, &p, opt)
-		})
-	}
+	t.Run("accepted bearer", func(t *testing.T) {
+		var p store.DenialPage
+		v.api("GET", "/api/denials", "", 200, &p)
+	})
 }
 
-func TestFirstVisitMovesTheTokenToACookie(t *testing.T) {
+// TestPageAndAssetsNeedNoToken: the page gets its token from the URL
+// fragment, which the browser never sends, so the page and its files are
+// served to anyone who passes the Host check. They are the same in every
+// build and hold nothing secret.
+func TestPageAndAssetsNeedNoToken(t *testing.T) {
 	v := newTestViewer(t, nil)
-	status, _, resp := v.do("GET", "/?token="+v.token.String()+"&x=1", "")
-	if status != http.StatusSeeOther {
-		t.Fatalf("status %d; want 303", status)
+	for path, want := range map[string]string{
+		"/":                   `id="denials"`,
+		"/static/viewer.js":   "Authorization",
+		"/static/viewer.css":  "#denials",
+		"/static/index.html/": "",
+	} {
+		status, body, resp := v.do("GET", path, "")
+		if want == "" {
+			if status != http.StatusNotFound {
+				t.Errorf("GET %s: %d; want 404", path, status)
+			}
+			continue
+		}
+		if status != 200 || !strings.Contains(body, want) {
+			t.Errorf("GET %s without a token: %d %.100s", path, status, body)
+		}
+		if strings.Contains(body, v.token.String()) {
+			t.Errorf("GET %s: the public page holds the token", path)
+		}
+		if len(resp.Header.Values("Set-Cookie")) != 0 {
+			t.Errorf("GET %s set a cookie", path)
+		}
 	}
-	if loc := resp.Header.Get("Location"); strings.Contains(loc, "token") || loc != "/?x=1" {
-		t.Errorf("redirect to %q; want the same page without the token", loc)
+	// A foreign Host still gets nothing, page included.
+	status, body, _ := v.do("GET", "/", "", hostHeader("evil.example:80"))
+	wantRefusal(t, status, body, http.StatusForbidden, mediator.CodeUnauthorized)
+}
+
+// TestNoCookieCarriesTheToken: cookies ignore ports, so a cookie the viewer
+// set would go along with every request the browser makes to any other
+// port of 127.0.0.1, where whoever listens could replay it. A browser (a
+// cookie jar, which shares cookies across ports as browsers do) uses the
+// viewer every way there is, old URL shape included, then loads something
+// from a listener on another loopback port: the listener must learn
+// nothing, and the viewer must never have set a cookie.
+func TestNoCookieCarriesTheToken(t *testing.T) {
+	v := newTestViewer(t, nil)
+	tok := v.token.String()
+	seedDenials(t, v.st, 2, "alpha")
+
+	var seen []string // every header line and URL the listener received
+	var mu sync.Mutex
+	listener := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r.URL.String())
+		for k, vals := range r.Header {
+			seen = append(seen, k+": "+strings.Join(vals, ", "))
+		}
+	}))
+	defer listener.Close()
+	if !strings.HasPrefix(listener.URL, "http://127.0.0.1:") || listener.URL == v.base {
+		t.Fatalf("the listener %s is not another port of 127.0.0.1", listener.URL)
 	}
-	cs := resp.Cookies()
-	if len(cs) != 1 {
-		t.Fatalf("cookies %v", cs)
+
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	c := cs[0]
-	if c.Name != v.cookieName() || c.Value != v.token.String() || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" {
-		t.Errorf("cookie %+v; want HttpOnly, SameSite=Strict, Path=/", c)
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	get := func(path string, h http.Header) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", v.base+path, nil)
+		for k, vals := range h {
+			req.Header[k] = vals
+		}
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if sc := resp.Header.Values("Set-Cookie"); len(sc) != 0 {
+			t.Errorf("GET %s set cookies %v", path, sc)
+		}
+		return resp
 	}
-	status, body, _ := v.do("GET", "/", "", cookie(c.Name, c.Value))
-	if status != 200 || !strings.Contains(body, `id="denials"`) {
-		t.Fatalf("the page with the cookie: %d %.200s", status, body)
+	auth := http.Header{"Authorization": {"Bearer " + tok}}
+	get("/#token="+tok, nil) // the printed URL; the client drops the fragment as browsers do
+	get("/static/viewer.js", nil)
+	get("/?token="+tok, nil) // the old URL shape, from a bookmark or history
+	get("/api/denials", auth)
+	get("/api/denials/export?format=csv", auth)
+	get("/api/denials", http.Header{"Authorization": {"Bearer " + nearToken(tok)}})
+	h := http.Header{"Origin": {v.base}, "Sec-Websocket-Protocol": {wsProtocols(tok)}}
+	ws, resp, err := (&websocket.Dialer{Jar: jar, HandshakeTimeout: 5 * time.Second}).Dial("ws://"+v.host+"/ws", h)
+	if err != nil {
+		t.Fatalf("dial /ws: %v", err)
 	}
-	// The API takes the query token as is: no redirect for programs.
-	status, _, _ = v.do("GET", "/api/denials?token="+v.token.String(), "")
-	if status != 200 {
-		t.Errorf("api with query token: %d", status)
+	if sc := resp.Header.Values("Set-Cookie"); len(sc) != 0 {
+		t.Errorf("the websocket upgrade set cookies %v", sc)
+	}
+	readWS(t, ws, "hello", 5*time.Second)
+	ws.Close()
+
+	for _, u := range []string{v.base + "/", "http://localhost:" + strings.TrimPrefix(v.base, "http://127.0.0.1:") + "/"} {
+		if u2, _ := url.Parse(u); len(jar.Cookies(u2)) != 0 {
+			t.Errorf("the browser holds cookies for %s: %v", u, jar.Cookies(u2))
+		}
+	}
+	lresp, err := browser.Get(listener.URL + "/pixel.gif")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lresp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("the listener received nothing")
+	}
+	for _, line := range seen {
+		if strings.Contains(line, tok) || strings.HasPrefix(line, "Cookie:") {
+			t.Errorf("the listener on another port received %q", line)
+		}
 	}
 }
 
@@ -121,10 +219,10 @@ func TestSecurityHeadersOnEveryReply(t *testing.T) {
 		name, path string
 		opts       []reqOpt
 	}{
-		{"page", "/", []reqOpt{cookie(v.cookieName(), v.token.String())}},
-		{"script", "/static/viewer.js", []reqOpt{cookie(v.cookieName(), v.token.String())}},
+		{"page", "/", nil},
+		{"script", "/static/viewer.js", nil},
 		{"api", "/api/denials", []reqOpt{bearer(v.token.String())}},
-		{"refusal", "/", nil},
+		{"refusal", "/api/denials", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, resp := v.do("GET", c.path, "", c.opts...)
@@ -165,31 +263,32 @@ func TestStateChangesNeedSameOrigin(t *testing.T) {
 	path := "/api/sessions/s1/settings"
 	_, port, _ := strings.Cut(v.host, ":")
 	refused := []struct {
-		name string
-		opts []reqOpt
+		name   string
+		opts   []reqOpt
+		status int
 	}{
-		{"cookie without origin", []reqOpt{cookie(v.cookieName(), tok)}},
-		{"cookie from another port", []reqOpt{cookie(v.cookieName(), tok), header("Origin", "http://127.0.0.1:1")}},
-		{"cookie from another scheme", []reqOpt{cookie(v.cookieName(), tok), header("Origin", "https://127.0.0.1:"+port)}},
-		{"cookie from null origin", []reqOpt{cookie(v.cookieName(), tok), header("Origin", "null")}},
-		{"cookie cross-site fetch", []reqOpt{cookie(v.cookieName(), tok), header("Origin", v.base), header("Sec-Fetch-Site", "same-site")}},
-		{"bearer from a page of another origin", []reqOpt{bearer(tok), header("Origin", "http://evil.example")}},
+		{"from another port", []reqOpt{bearer(tok), header("Origin", "http://127.0.0.1:1")}, 403},
+		{"from another scheme", []reqOpt{bearer(tok), header("Origin", "https://127.0.0.1:"+port)}, 403},
+		{"from null origin", []reqOpt{bearer(tok), header("Origin", "null")}, 403},
+		{"from a page of another origin", []reqOpt{bearer(tok), header("Origin", "http://evil.example")}, 403},
+		{"cross-site fetch", []reqOpt{bearer(tok), header("Origin", v.base), header("Sec-Fetch-Site", "same-site")}, 403},
+		{"the old cookie with our origin", []reqOpt{cookie(v.oldCookieName(), tok), header("Origin", v.base)}, 401},
 	}
 	for _, c := range refused {
 		t.Run(c.name, func(t *testing.T) {
 			status, b, _ := v.do("PUT", path, body, c.opts...)
-			wantRefusal(t, status, b, http.StatusForbidden, mediator.CodeUnauthorized)
+			wantRefusal(t, status, b, c.status, mediator.CodeUnauthorized)
 			if _, err := v.st.SessionSettings(t.Context(), "s1"); mediator.CodeOf(err) != mediator.CodeUnknownSession {
 				t.Fatalf("a refused request created the session: %v", err)
 			}
 		})
 	}
 	t.Run("form post content type", func(t *testing.T) {
-		status, b, _ := v.do("PUT", path, body, cookie(v.cookieName(), tok), header("Origin", v.base), header("Content-Type", "text/plain"))
+		status, b, _ := v.do("PUT", path, body, bearer(tok), header("Origin", v.base), header("Content-Type", "text/plain"))
 		wantRefusal(t, status, b, http.StatusBadRequest, mediator.CodeBadRequest)
 	})
 	t.Run("own page", func(t *testing.T) {
-		v.api("PUT", path, body, 200, nil, header("Authorization", ""), cookie(v.cookieName(), tok), header("Origin", v.base), header("Sec-Fetch-Site", "same-origin"))
+		v.api("PUT", path, body, 200, nil, header("Origin", v.base), header("Sec-Fetch-Site", "same-origin"))
 	})
 	t.Run("program with bearer", func(t *testing.T) {
 		v.api("PUT", path, body, 200, nil)

@@ -1,8 +1,8 @@
 package viewer
 
 import (
+	"bufio"
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,8 +126,8 @@ func parseDenialQuery(q url.Values, now time.Time) (denialQuery, error) {
 		}
 		var err error
 		switch key {
-		case "token", "format":
-			// Authentication and export; not filters.
+		case "format":
+			// The export's; not a filter.
 		case "agentId", "agent":
 			f.AgentID = v
 		case "permission":
@@ -298,11 +298,11 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
 	}
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	var cw *csv.Writer
+	var cw *bufio.Writer
 	enc := json.NewEncoder(w)
 	if format == "csv" {
-		cw = csv.NewWriter(w)
-		cw.Write([]string{"id", "time", "agent", "permission", "code", "target", "reason", "layer", "method"})
+		cw = bufio.NewWriter(w)
+		csvRow(cw, "id", "time", "agent", "permission", "code", "target", "reason", "layer", "method")
 	}
 	for {
 		for _, d := range p.Denials {
@@ -310,20 +310,17 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			if cw != nil {
-				cw.Write([]string{
+				csvRow(cw,
 					strconv.FormatInt(d.ID, 10), time.UnixMilli(d.Timestamp).UTC().Format(time.RFC3339Nano),
 					csvSafe(d.AgentID), csvSafe(d.Permission), csvSafe(string(d.Code)), csvSafe(target(d)),
 					csvSafe(d.Context.Reason), csvSafe(d.Context.Layer), csvSafe(d.Context.Method),
-				})
+				)
 			} else if err := enc.Encode(d); err != nil {
 				return
 			}
 		}
-		if cw != nil {
-			cw.Flush()
-			if cw.Error() != nil {
-				return
-			}
+		if cw != nil && cw.Flush() != nil {
+			return
 		}
 		if p.NextBeforeID == 0 {
 			return
@@ -345,16 +342,6 @@ func target(d mediator.Denial) string {
 		return op
 	}
 	return d.Context.Details["import"]
-}
-
-// csvSafe defuses formula injection: a spreadsheet runs a cell that starts
-// with = + - @ (or a tab or CR), and agent ids, URLs and reasons are
-// attacker-chosen text.
-func csvSafe(v string) string {
-	if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
-		return "'" + v
-	}
-	return v
 }
 
 func (s *Server) handleAgents(w http.ResponseWriter, r *http.Request) {

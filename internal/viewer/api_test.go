@@ -191,6 +191,97 @@ func TestExportFollowsTheFilters(t *testing.T) {
 	wantRefusal(t, status, body, 400, mediator.CodeBadRequest)
 }
 
+// TestCSVExportDefusesEverySplitCell: a spreadsheet whose list separator
+// is `;` or tab, or one that ignores quotes, splits a field where a comma
+// reader would not, and runs any piece that starts with a formula trigger.
+// Hostile text goes into every text column; the export is read as each
+// such reader would, and no cell it yields may start with a trigger.
+func TestCSVExportDefusesEverySplitCell(t *testing.T) {
+	v := newTestViewer(t, nil)
+	hostile := []string{
+		"http://evil.test/a;=2*21;",
+		"a,=1+1", "a\t=1+1", "a;+1", "a; -1", "a;@SUM(A1)", `a;"=1+1"`, `a; "" =1`,
+		"x\n=cmd|' /C calc'!A0", "x\r\n=1", "\t\t=1", ";;=1", "=start", "-2+3", "@x", "\rx",
+		"a;'=already text", "plain, harmless; text\twith breaks",
+	}
+	for i, h := range hostile {
+		if _, err := v.st.LogDenial(context.Background(), mediator.Denial{AgentID: h, Permission: h, Code: mediator.Code(h),
+			Context: mediator.DenialContext{URL: h, Reason: h, Layer: h, Method: h, Details: map[string]string{"n": fmt.Sprint(i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status, body, _ := v.do("GET", "/api/denials/export?format=csv", "", bearer(v.token.String()))
+	if status != 200 {
+		t.Fatalf("csv: %d %s", status, body)
+	}
+
+	// Every field is quoted: each record line starts and ends with a quote.
+	recs, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil || len(recs) != len(hostile)+1 {
+		t.Fatalf("csv: %d records, %v\n%s", len(recs), err, body)
+	}
+	if !strings.HasPrefix(body, `"id","time","agent",`) {
+		t.Errorf("the header is not quoted field by field: %.60q", body)
+	}
+	// The comma reader gets the text back, a quote added where needed
+	// (encoding/csv reads a quoted CRLF as LF).
+	plain := strings.NewReplacer("'", "", "\r\n", "\n")
+	for i, rec := range recs[1:] {
+		h := hostile[len(hostile)-1-i] // newest first
+		if got := plain.Replace(rec[2]); got != plain.Replace(h) {
+			t.Errorf("agent column %q; want %q give or take quotes", rec[2], h)
+		}
+	}
+
+	// cells splits text as a reader with separator sep that ignores
+	// quotes would (line breaks end a cell too), stripping the spaces and
+	// quotes such readers strip from a cell's start.
+	cells := func(text string, sep rune) []string {
+		parts := strings.FieldsFunc(text, func(r rune) bool { return r == sep || r == '\n' || r == '\r' })
+		for i, p := range parts {
+			parts[i] = strings.TrimLeft(p, ` "`)
+		}
+		return parts
+	}
+	for _, sep := range []rune{',', ';', '\t'} {
+		t.Run(fmt.Sprintf("reader %q", sep), func(t *testing.T) {
+			var pieces []string
+			for _, rec := range recs {
+				for _, f := range rec { // each field split as this reader would
+					pieces = append(pieces, f)
+					pieces = append(pieces, cells(f, sep)...)
+				}
+			}
+			pieces = append(pieces, cells(body, sep)...) // the raw file, quotes ignored
+			for _, p := range pieces {
+				if p != "" && strings.ContainsRune("=+-@\t\r", rune(p[0])) {
+					t.Errorf("a cell starts with a formula trigger: %q", p)
+				}
+			}
+		})
+	}
+}
+
+func TestCSVSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                          "",
+		"plain":                     "plain",
+		"https://x.test/a,b;c":      "https://x.test/a,b;c",
+		"=1":                        "'=1",
+		"http://evil.test/a;=2*21;": "http://evil.test/a;'=2*21;",
+		"a, =1":                     "a,' =1",
+		`a;"=1"`:                    `a;'"=1"`,
+		"a\t\t=1":                   "a\t'\t'=1",
+		"x\r\n=1":                   "x\r\n'=1",
+		"\r\n":                      "'\r\n",
+		"a;'=1":                     "a;'=1",
+	} {
+		if got := csvSafe(in); got != want {
+			t.Errorf("csvSafe(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
 func TestExportOfManyPagesIsComplete(t *testing.T) {
 	v := newTestViewer(t, nil)
 	seedDenials(t, v.st, 1201, "alpha")

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
@@ -157,8 +159,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // ServeHTTP applies, in order, the checks every request passes: security
-// headers, the Host header, the token, then same-origin for anything that
-// changes state. Only then does the request reach a handler.
+// headers, the Host header, the token (except for the page and its static
+// files, which hold no secret), then same-origin for anything that changes
+// state. Only then does the request reach a handler. No reply ever sets a
+// cookie: a cookie is sent by the browser to every port of 127.0.0.1, so it
+// would hand the token to any local server the user's browser visits.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
@@ -173,32 +178,38 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusForbidden, "the Host header %q is not this viewer's loopback address", clip(r.Host, 64))
 		return
 	}
-	via, ok := s.authenticate(r)
-	if !ok {
-		s.refuse(w, r, http.StatusUnauthorized, "no valid token: open the URL that `nmhost serve` printed")
+	if r.URL.Query().Has("token") {
+		// A token in a query string ends up in logs, history and Referer
+		// headers. Refusing it outright, even on the public page, stops an
+		// old-style URL from being bookmarked or pasted with the token.
+		s.refuse(w, r, http.StatusUnauthorized, "the token never goes in a URL query: open the URL `nmhost serve` printed (#token=...), or send Authorization: Bearer")
 		return
 	}
+	if !publicPath(r.URL.Path) {
+		if !s.authenticate(r) {
+			s.refuse(w, r, http.StatusUnauthorized, "no valid token: open the URL that `nmhost serve` printed")
+			return
+		}
+	}
 	if unsafeMethod(r.Method) {
-		if reason := s.crossOrigin(r, via); reason != "" {
+		if reason := crossOrigin(r); reason != "" {
 			s.refuse(w, r, http.StatusForbidden, "%s", reason)
 			return
 		}
 	}
-	if via == viaQuery && r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/ws" {
-		// A page visit with the token: move it to a cookie and take it out
-		// of the address bar, the history and any Referer.
-		http.SetCookie(w, &http.Cookie{
-			Name: s.cookieName(), Value: s.cfg.Token.String(), Path: "/",
-			HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		})
-		q := r.URL.Query()
-		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
-		return
-	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// publicPath reports whether a path is the page or one of its static files,
+// served to any request that passes the Host check: they are the same in
+// every build and hold no secret. Everything else, /api/, /ws and unknown
+// paths alike, needs the token. A path with ".." is never public: the mux
+// would redirect it elsewhere.
+func publicPath(p string) bool {
+	if strings.Contains(p, "..") {
+		return false
+	}
+	return p == "/" || strings.HasPrefix(p, "/static/")
 }
 
 // hostAllowed is the DNS-rebinding defence: a page on evil.example that
@@ -218,34 +229,42 @@ func (s *Server) hostAllowed(host string) bool {
 	return s.cfg.UnsafeBindHost != "" && h == s.cfg.UnsafeBindHost
 }
 
-type authVia int
-
+// Websocket subprotocols. A browser cannot set an Authorization header on a
+// websocket, so the page offers the token as a second subprotocol,
+// TokenProtocolPrefix+TOKEN, next to ViewerProtocol. The server answers
+// with ViewerProtocol only, so the token never comes back in a reply.
 const (
-	viaNone authVia = iota
-	viaHeader
-	viaCookie
-	viaQuery
+	ViewerProtocol      = "nmhost.viewer.v1"
+	TokenProtocolPrefix = "nmhost.token."
 )
 
-// cookieName includes the port: cookies ignore ports, and two viewers of
-// two data dirs on one machine must not overwrite each other's token.
-func (s *Server) cookieName() string { return "nmhost_viewer_" + s.port }
-
-// authenticate finds a token in the Authorization header, the cookie or
-// the token query parameter, in that order. A wrong token anywhere refuses
-// the request even if another place holds the right one.
-func (s *Server) authenticate(r *http.Request) (authVia, bool) {
+// authenticate looks for the token where a client must put it on purpose:
+// the Authorization header (Bearer), and on a websocket upgrade also the
+// token subprotocol. Nothing a browser attaches by itself (cookies, HTTP
+// auth) counts. Every token presented must match: a wrong one anywhere
+// refuses the request even if another place holds the right one.
+func (s *Server) authenticate(r *http.Request) bool {
+	var presented []string
 	if a := r.Header.Get("Authorization"); a != "" {
 		tok, ok := strings.CutPrefix(a, "Bearer ")
-		return viaHeader, ok && s.cfg.Token.Matches(tok)
+		if !ok {
+			return false
+		}
+		presented = append(presented, tok)
 	}
-	if q := r.URL.Query(); q.Has("token") {
-		return viaQuery, s.cfg.Token.Matches(q.Get("token"))
+	if r.URL.Path == "/ws" {
+		for _, p := range websocket.Subprotocols(r) {
+			if tok, ok := strings.CutPrefix(p, TokenProtocolPrefix); ok {
+				presented = append(presented, tok)
+			}
+		}
 	}
-	if c, err := r.Cookie(s.cookieName()); err == nil {
-		return viaCookie, s.cfg.Token.Matches(c.Value)
+	for _, tok := range presented {
+		if !s.cfg.Token.Matches(tok) {
+			return false
+		}
 	}
-	return viaNone, false
+	return len(presented) > 0
 }
 
 func unsafeMethod(m string) bool {
@@ -253,16 +272,12 @@ func unsafeMethod(m string) bool {
 }
 
 // crossOrigin explains why a state-changing request is refused, or returns
-// "". SameSite cookies do not stop another port of 127.0.0.1 (same site,
-// other origin), so a cookie-borne request must show our own Origin. A
-// Bearer request cannot come from another origin's page without a CORS
-// preflight this server never grants; its Origin, if any, must still match.
-func (s *Server) crossOrigin(r *http.Request, via authVia) string {
-	origin := r.Header.Get("Origin")
-	if origin == "" && via != viaHeader {
-		return "a state-changing request without an Origin header needs Authorization: Bearer"
-	}
-	if origin != "" && origin != "http://"+r.Host {
+// "". The token only ever travels in a header a page must set itself, and
+// no page of another origin can set Authorization here without a CORS
+// preflight this server never grants; so a program may omit Origin, but an
+// Origin or Sec-Fetch-Site that is present must say "this viewer".
+func crossOrigin(r *http.Request) string {
+	if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host {
 		return fmt.Sprintf("cross-origin request from %q", clip(origin, 64))
 	}
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {

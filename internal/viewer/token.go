@@ -21,7 +21,8 @@ const TokenFile = "viewer-token"
 const tokenBytes = 32
 
 // Token is the viewer's access token. Its String is the URL-safe form that
-// goes into the printed URL, the cookie and the Authorization header.
+// goes into the printed URL's fragment, the Authorization header and the
+// websocket's token subprotocol (base64url is all HTTP token characters).
 type Token struct{ s string }
 
 func (t Token) String() string { return t.s }

@@ -80,6 +80,7 @@ func bearer(tok string) reqOpt {
 func cookie(name, val string) reqOpt {
 	return func(r *http.Request) { r.AddCookie(&http.Cookie{Name: name, Value: val}) }
 }
+func query(q string) reqOpt      { return func(r *http.Request) { r.URL.RawQuery = q } }
 func header(k, v string) reqOpt  { return func(r *http.Request) { r.Header.Set(k, v) } }
 func hostHeader(h string) reqOpt { return func(r *http.Request) { r.Host = h } }
 
@@ -133,10 +134,24 @@ func wantRefusal(t *testing.T, status int, body string, wantStatus int, wantCode
 	}
 }
 
-func (v *testViewer) cookieName() string {
+// oldCookieName is the cookie earlier viewers set: a browser that still
+// holds one must get nothing for it.
+func (v *testViewer) oldCookieName() string {
 	_, port, _ := net.SplitHostPort(v.host)
 	return "nmhost_viewer_" + port
 }
+
+// nearToken is tok with its last character changed: the same length, so a
+// compare must not stop at a prefix.
+func nearToken(tok string) string {
+	if tok[len(tok)-1] == 'A' {
+		return tok[:len(tok)-1] + "B"
+	}
+	return tok[:len(tok)-1] + "A"
+}
+
+// wsProtocols is the Sec-WebSocket-Protocol header the page sends.
+func wsProtocols(tok string) string { return ViewerProtocol + ", " + TokenProtocolPrefix + tok }
 
 // dialWS opens /ws with the given headers.
 func (v *testViewer) dialWS(h http.Header) (*websocket.Conn, *http.Response, error) {
@@ -145,15 +160,19 @@ func (v *testViewer) dialWS(h http.Header) (*websocket.Conn, *http.Response, err
 	return d.Dial(u.String(), h)
 }
 
-// browserWS dials like the viewer page does: own Origin, the cookie.
+// browserWS dials like the viewer page does: own Origin, the token as a
+// subprotocol.
 func (v *testViewer) browserWS() *websocket.Conn {
 	v.t.Helper()
 	h := http.Header{}
 	h.Set("Origin", v.base)
-	h.Set("Cookie", v.cookieName()+"="+v.token.String())
+	h.Set("Sec-WebSocket-Protocol", wsProtocols(v.token.String()))
 	c, resp, err := v.dialWS(h)
 	if err != nil {
 		v.t.Fatalf("dial /ws: %v (%v)", err, resp)
+	}
+	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != ViewerProtocol {
+		v.t.Fatalf("the server selected subprotocol %q; want %q", got, ViewerProtocol)
 	}
 	v.t.Cleanup(func() { c.Close() })
 	return c

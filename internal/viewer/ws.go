@@ -86,21 +86,21 @@ func (c *client) writeLoop(timeout time.Duration) {
 	}
 }
 
-// handleWS upgrades to a websocket. The Origin must be this viewer's own:
-// a websocket is not bound by the same-origin policy, so without this check
-// any page the user visits could read the log through the user's cookie.
+// handleWS upgrades to a websocket; ServeHTTP has checked the token (in
+// the Authorization header or the token subprotocol). The Origin must still
+// be this viewer's own when a browser sends one: a websocket is not bound by
+// the same-origin policy, and this keeps any other page from driving the
+// socket should it ever come by the token. Only programs omit Origin.
 func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	up := websocket.Upgrader{
 		ReadBufferSize:  4096,
 		WriteBufferSize: 4096,
+		// Only the fixed protocol is ever selected, so the token the page
+		// offered as a subprotocol is not echoed back.
+		Subprotocols: []string{ViewerProtocol},
 		CheckOrigin: func(r *http.Request) bool {
 			origin := r.Header.Get("Origin")
-			if origin == "" {
-				// Browsers always send Origin on a websocket; only a
-				// non-browser client holding the token in a header omits it.
-				return r.Header.Get("Authorization") != ""
-			}
-			return origin == "http://"+r.Host
+			return origin == "" || origin == "http://"+r.Host
 		},
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
 			code := mediator.CodeBadRequest

@@ -29,15 +29,14 @@ func TestWebsocketRefusesOtherOrigins(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		origin string
-		auth   string // "cookie", "bearer" or ""
+		auth   string // "protocol", "bearer" or ""
 		status int
 	}{
-		{"other site", "http://evil.example", "cookie", 403},
-		{"other port", "http://127.0.0.1:1", "cookie", 403},
-		{"localhost alias of our port", "http://localhost:" + port, "cookie", 403}, // Host says 127.0.0.1
-		{"https", "https://127.0.0.1:" + port, "cookie", 403},
-		{"null", "null", "cookie", 403},
-		{"no origin with cookie", "", "cookie", 403},
+		{"other site", "http://evil.example", "protocol", 403},
+		{"other port", "http://127.0.0.1:1", "protocol", 403},
+		{"localhost alias of our port", "http://localhost:" + port, "protocol", 403}, // Host says 127.0.0.1
+		{"https", "https://127.0.0.1:" + port, "protocol", 403},
+		{"null", "null", "protocol", 403},
 		{"bearer but cross-origin", "http://evil.example", "bearer", 403},
 		{"no token", "http://" + v.host, "", 401},
 	} {
@@ -47,8 +46,8 @@ func TestWebsocketRefusesOtherOrigins(t *testing.T) {
 				h.Set("Origin", c.origin)
 			}
 			switch c.auth {
-			case "cookie":
-				h.Set("Cookie", v.cookieName()+"="+tok)
+			case "protocol":
+				h.Set("Sec-WebSocket-Protocol", wsProtocols(tok))
 			case "bearer":
 				h.Set("Authorization", "Bearer "+tok)
 			}
@@ -72,6 +71,52 @@ func TestWebsocketRefusesOtherOrigins(t *testing.T) {
 		defer conn.Close()
 		readWS(t, conn, "hello", 5*time.Second)
 	})
+}
+
+// TestWebsocketTokenIsASubprotocol: the page offers the token as a
+// subprotocol, since a browser cannot set headers on a websocket. Only that
+// counts (not a cookie), a wrong one anywhere refuses, and the server never
+// selects, so never echoes, the token's protocol.
+func TestWebsocketTokenIsASubprotocol(t *testing.T) {
+	v := newTestViewer(t, nil)
+	tok := v.token.String()
+	near := nearToken(tok)
+	for _, c := range []struct {
+		name  string
+		proto string
+		extra map[string]string
+	}{
+		{"only the viewer protocol", ViewerProtocol, nil},
+		{"wrong token", wsProtocols(near), nil},
+		{"token prefix", wsProtocols(tok[:10]), nil},
+		{"right and wrong token", wsProtocols(tok) + ", " + TokenProtocolPrefix + near, nil},
+		{"right protocol wrong bearer", wsProtocols(tok), map[string]string{"Authorization": "Bearer " + near}},
+		{"the old cookie", ViewerProtocol, map[string]string{"Cookie": v.oldCookieName() + "=" + tok}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := http.Header{}
+			h.Set("Origin", v.base)
+			h.Set("Sec-WebSocket-Protocol", c.proto)
+			for k, val := range c.extra {
+				h.Set(k, val)
+			}
+			conn, resp, err := v.dialWS(h)
+			if err == nil {
+				conn.Close()
+				t.Fatal("the websocket was accepted")
+			}
+			if resp == nil || resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("refusal %v; want 401", resp)
+			}
+		})
+	}
+	// The way the page dials: the server answers with the fixed protocol.
+	c := v.browserWS()
+	readWS(t, c, "hello", 5*time.Second)
+	// The token protocol is honoured on /ws only, never as a credential
+	// for the API.
+	status, body, _ := v.do("GET", "/api/denials", "", header("Sec-WebSocket-Protocol", wsProtocols(tok)))
+	wantRefusal(t, status, body, http.StatusUnauthorized, mediator.CodeUnauthorized)
 }
 
 func TestLiveTailSeesOtherProcessesDenials(t *testing.T) {
@@ -154,8 +199,8 @@ func TestNonReadingClientIsDroppedOthersKeepUp(t *testing.T) {
 	}
 	defer raw.Close()
 	raw.(*net.TCPConn).SetReadBuffer(1024)
-	fmt.Fprintf(raw, "GET /ws HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\nCookie: %s=%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-		v.host, v.base, v.cookieName(), v.token.String())
+	fmt.Fprintf(raw, "GET /ws HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\nSec-WebSocket-Protocol: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+		v.host, v.base, wsProtocols(v.token.String()))
 	good := v.browserWS()
 	readWS(t, good, "hello", 5*time.Second)
 	waitUntil(t, 5*time.Second, func() bool { return v.srv.hub.count() == 2 })

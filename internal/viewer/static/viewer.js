@@ -3,6 +3,31 @@
 // textContent and attributes, never as markup.
 
 const $ = (id) => document.getElementById(id);
+
+// The token arrives in the URL's fragment (#token=...), which the browser
+// never sends to a server. It is kept in this tab's sessionStorage (this
+// origin only, port included, gone with the tab), taken out of the address
+// bar, and sent only where the page puts it on purpose: the Authorization
+// header and the websocket's token subprotocol. No cookie carries it, since
+// a browser sends cookies to every port of 127.0.0.1.
+const tokenKey = 'nmhost-viewer-token';
+const token = takeToken();
+
+function takeToken() {
+  let fromURL = new URLSearchParams(location.hash.slice(1)).get('token');
+  if (fromURL !== null) history.replaceState(null, '', location.pathname + location.search);
+  // base64url only: anything else is a mangled copy, and would not even
+  // make a valid websocket subprotocol.
+  if (fromURL && !/^[A-Za-z0-9_-]+$/.test(fromURL)) fromURL = '';
+  try {
+    if (fromURL) sessionStorage.setItem(tokenKey, fromURL);
+    return fromURL || sessionStorage.getItem(tokenKey) || '';
+  } catch {
+    return fromURL || ''; // storage disabled: this load works, a reload needs the URL again
+  }
+}
+
+const noToken = 'No valid token: open the URL that `nmhost serve` printed (http://127.0.0.1:PORT/#token=...).';
 const palette = ['#0969da', '#cf222e', '#1a7f37', '#8250df', '#bc4c00', '#1b7c83', '#6e7781'];
 const maxChartAgents = palette.length - 1; // the last colour is "other agents"
 
@@ -48,11 +73,18 @@ function matches(d, f) {
   return true;
 }
 
-async function api(path, init) {
-  const r = await fetch(path, { credentials: 'same-origin', ...init });
+// authFetch sends a request with the token and never with cookies.
+async function authFetch(path, init = {}) {
+  const r = await fetch(path, {
+    ...init, credentials: 'omit', headers: { ...init.headers, Authorization: 'Bearer ' + token },
+  });
+  if (r.ok) return r;
   const body = await r.json().catch(() => ({}));
-  if (!r.ok) throw new Error(`${body.code || r.status}: ${body.error || r.statusText}`);
-  return body;
+  throw new Error(r.status === 401 ? noToken : `${body.code || r.status}: ${body.error || r.statusText}`);
+}
+
+async function api(path, init) {
+  return (await authFetch(path, init)).json();
 }
 
 function query(f, extra) {
@@ -62,8 +94,6 @@ function query(f, extra) {
 async function reload() {
   const gen = ++state.generation;
   const f = filters();
-  $('export-jsonl').href = '/api/denials/export?' + query(f, { format: 'jsonl' });
-  $('export-csv').href = '/api/denials/export?' + query(f, { format: 'csv' });
   state.rows.clear();
   state.nextBeforeId = 0;
   scheduleRender();
@@ -317,10 +347,40 @@ async function revoke(agentId, permission, button, d) {
   }
 }
 
+// exportAs downloads every record the filters select. A plain link cannot
+// carry the Authorization header, so the page fetches the export with it
+// and saves the reply through a Blob URL. The whole export is held in
+// memory meanwhile; for very large logs use the API directly (docs/viewer.md).
+async function exportAs(format, button) {
+  button.disabled = true;
+  $('export-status').textContent = 'exporting…';
+  try {
+    const r = await authFetch('/api/denials/export?' + query(filters(), { format }));
+    const blob = await r.blob();
+    const named = /filename="([A-Za-z0-9._-]+)"/.exec(r.headers.get('Content-Disposition') || '');
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(blob);
+    a.download = named ? named[1] : `nmhost-denials.${format}`;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    // The download has started from the URL; free it a little later, as
+    // some browsers still read it after click returns.
+    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+    $('export-status').textContent = `saved ${a.download}`;
+  } catch (e) {
+    $('export-status').textContent = 'Export failed: ' + e.message;
+  } finally {
+    button.disabled = false;
+  }
+}
+
 // connect opens the live tail and reconnects with backoff when it drops.
+// The token goes in the second subprotocol offered: a browser cannot set
+// headers on a websocket. The server selects only the first.
 function connect(delay = 500) {
   const status = $('live-status');
-  const ws = new WebSocket(`ws://${location.host}/ws`);
+  const ws = new WebSocket(`ws://${location.host}/ws`, ['nmhost.viewer.v1', 'nmhost.token.' + token]);
   ws.addEventListener('message', (ev) => {
     let m;
     try { m = JSON.parse(ev.data); } catch { return; }
@@ -360,6 +420,16 @@ function init() {
   $('filters').addEventListener('submit', (e) => { e.preventDefault(); reload(); });
   $('load-older').addEventListener('click', () => loadPage(state.generation, filters(), { beforeId: String(state.nextBeforeId) }));
   $('agent-close').addEventListener('click', () => { $('agent-panel').hidden = true; state.selected = 0; scheduleRender(); });
+  for (const format of ['jsonl', 'csv']) {
+    const b = $('export-' + format);
+    b.addEventListener('click', () => exportAs(format, b));
+  }
+  if (!token) {
+    $('live-status').textContent = 'no token';
+    $('live-status').className = 'status down';
+    $('table-note').textContent = noToken;
+    return;
+  }
   reload();
   connect();
 }

@@ -2,7 +2,6 @@ package viewer
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,13 +94,8 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		return mediator.Errorf(mediator.CodeBadRequest, "reading the body: %v", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return mediator.Errorf(mediator.CodeBadRequest, "malformed JSON body: %v", err)
-	}
-	if dec.More() {
-		return mediator.Errorf(mediator.CodeBadRequest, "malformed JSON body: data after the object")
+	if err := mediator.DecodeExact(body, v); err != nil {
+		return mediator.Errorf(mediator.CodeBadRequest, "malformed JSON body (names match exactly; no unknown, repeated or case-variant members): %v", err)
 	}
 	return nil
 }

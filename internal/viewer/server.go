@@ -83,6 +83,8 @@ type Server struct {
 	port string // the listening port, set by Serve before any request
 	mux  *http.ServeMux
 
+	crossOrigin *http.CrossOriginProtection
+
 	runsWG sync.WaitGroup
 }
 
@@ -110,7 +112,7 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: log}
+	s := &Server{cfg: cfg, log: log, crossOrigin: http.NewCrossOriginProtection()}
 	s.hub = newHub(cfg.Store, cfg.PollInterval, log)
 	s.routes()
 	return s, nil
@@ -191,11 +193,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if unsafeMethod(r.Method) {
-		if reason := crossOrigin(r); reason != "" {
-			s.refuse(w, r, http.StatusForbidden, "%s", reason)
-			return
-		}
+	if s.crossSite(r) {
+		s.refuse(w, r, http.StatusForbidden, "cross-origin request refused (Origin %q, Sec-Fetch-Site %q)",
+			clip(r.Header.Get("Origin"), 64), clip(r.Header.Get("Sec-Fetch-Site"), 32))
+		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -267,23 +268,18 @@ func (s *Server) authenticate(r *http.Request) bool {
 	return len(presented) > 0
 }
 
-func unsafeMethod(m string) bool {
-	return m != http.MethodGet && m != http.MethodHead && m != http.MethodOptions
-}
-
-// crossOrigin explains why a state-changing request is refused, or returns
-// "". The token only ever travels in a header a page must set itself, and
-// no page of another origin can set Authorization here without a CORS
-// preflight this server never grants; so a program may omit Origin, but an
-// Origin or Sec-Fetch-Site that is present must say "this viewer".
-func crossOrigin(r *http.Request) string {
-	if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host {
-		return fmt.Sprintf("cross-origin request from %q", clip(origin, 64))
+// crossSite reports whether r changes state on behalf of another site, on
+// top of the token check: Go's CrossOriginProtection (Sec-Fetch-Site
+// first, then Origin against Host; programs that send neither pass, since
+// they hold the token on purpose), plus the scheme, which it does not
+// compare: the viewer serves plain http, so an Origin must say http.
+func (s *Server) crossSite(r *http.Request) bool {
+	if err := s.crossOrigin.Check(r); err != nil {
+		return true
 	}
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return fmt.Sprintf("cross-site request (Sec-Fetch-Site: %s)", clip(site, 32))
-	}
-	return ""
+	safe := r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions
+	origin := r.Header.Get("Origin")
+	return !safe && origin != "" && origin != "http://"+r.Host
 }
 
 // refuse answers an admission failure with unauthorized and logs it.
@@ -296,9 +292,6 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, form
 // clip bounds attacker-chosen text for a log line or an error, escaping
 // control characters so it cannot forge lines.
 func clip(s string, n int) string {
-	if len(s) > n {
-		s = s[:n] + "..."
-	}
-	q := strconv.Quote(s)
+	q := strconv.Quote(mediator.Truncate(s, n))
 	return q[1 : len(q)-1]
 }

@@ -14,10 +14,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/agentgate/nmhost/mediator"
+	"golang.org/x/sync/semaphore"
 )
 
 // Config configures a Fetcher. The zero value is safe: every limit has a
@@ -52,6 +54,13 @@ type Config struct {
 	// RootCAs verifies servers' TLS certificates. Default nil: the system
 	// roots. Tests pass their httptest server's certificate.
 	RootCAs *x509.CertPool
+	// MaxBufferedBytes bounds the response bodies held in memory at once by
+	// all fetches of this Fetcher together, from the first byte read until
+	// the caller calls Response.Release. A fetch whose body would exceed it
+	// waits for room (within its timeout). Default 48 MiB: one body at
+	// MaxResponseBytes plus room for small ones, so that the host's peak
+	// memory stays bounded whatever mix of fetches runs at once.
+	MaxBufferedBytes int64
 }
 
 // Defaults, see Config.
@@ -60,12 +69,14 @@ const (
 	DefaultMaxRequestBytes  = 8 << 20
 	DefaultMaxRedirects     = 10
 	DefaultTimeout          = 30 * time.Second
+	DefaultMaxBufferedBytes = 48 << 20
 )
 
-// Limits on agent-supplied headers.
+// Limits on agent-supplied headers. The host applies them again while it
+// decodes a request, before the headers are held in memory.
 const (
-	maxHeaders     = 100
-	maxHeaderBytes = 64 << 10
+	MaxHeaders     = 100
+	MaxHeaderBytes = 64 << 10
 )
 
 // Fetcher performs fetches for agents. It is safe for concurrent use; all
@@ -76,6 +87,7 @@ type Fetcher struct {
 	dialer    net.Dialer
 	transport *http.Transport
 	proxyAddr string // host:port of UnsafeProxyURL, "" without a proxy
+	buffered  *semaphore.Weighted
 
 	// dialHook replaces the final connect in tests, which use it to prove
 	// that only checked addresses are dialled and only loopback is reached.
@@ -99,7 +111,12 @@ func New(cfg Config) *Fetcher {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	f := &Fetcher{cfg: cfg, resolver: cfg.Resolver}
+	if cfg.MaxBufferedBytes <= 0 {
+		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
+	// One body at the limit must always fit, or such a fetch could never run.
+	cfg.MaxBufferedBytes = max(cfg.MaxBufferedBytes, cfg.MaxResponseBytes)
+	f := &Fetcher{cfg: cfg, resolver: cfg.Resolver, buffered: semaphore.NewWeighted(cfg.MaxBufferedBytes)}
 	if f.resolver == nil {
 		f.resolver = net.DefaultResolver
 	}
@@ -169,6 +186,17 @@ type Response struct {
 	Body       []byte
 	FinalURL   string   // the URL that produced this response
 	Redirects  []string // each redirect hop's URL, in order (FinalURL last)
+
+	release func() // returns the body's bytes to the Fetcher's budget
+}
+
+// Release returns the body's share of the Fetcher's MaxBufferedBytes once
+// the caller no longer holds the body (after the reply carrying it is
+// written). It is safe to call more than once, and on a nil Response.
+func (r *Response) Release() {
+	if r != nil && r.release != nil {
+		r.release()
+	}
 }
 
 // Fetch performs req for an agent whose allowedHosts is acl. Policy refusals
@@ -285,26 +313,104 @@ func (f *Fetcher) readResponse(ctx context.Context, resp *http.Response, t Targe
 		return nil, fmt.Errorf("fetch[%s]: %w", truncURL(final), mediator.Errorf(mediator.CodeTooLarge,
 			"the response body is %d bytes; at most %d are allowed", resp.ContentLength, max))
 	}
-	var body []byte
-	if method != http.MethodHead {
-		var err error
-		body, err = io.ReadAll(io.LimitReader(resp.Body, max+1))
-		if err != nil {
-			return nil, fetchErr(ctx, err, final, len(redirects))
-		}
-		if int64(len(body)) > max {
-			return nil, fmt.Errorf("fetch[%s]: %w", truncURL(final), mediator.Errorf(mediator.CodeTooLarge,
-				"the response body is larger than %d bytes", max))
-		}
-	}
-	return &Response{
+	out := &Response{
 		Status:     resp.StatusCode,
 		StatusText: strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)+" "),
 		Headers:    map[string][]string(resp.Header.Clone()),
-		Body:       body,
 		FinalURL:   final,
 		Redirects:  redirects,
-	}, nil
+	}
+	if method == http.MethodHead {
+		return out, nil
+	}
+	body, held, err := f.readBody(ctx, resp.Body, resp.ContentLength, max)
+	if held > 0 {
+		var once sync.Once
+		out.release = func() { once.Do(func() { f.buffered.Release(held) }) }
+	}
+	if err != nil {
+		out.Release()
+		if me := (*mediator.Error)(nil); errors.As(err, &me) {
+			return nil, fmt.Errorf("fetch[%s]: %w", truncURL(final), err)
+		}
+		return nil, fetchErr(ctx, err, final, len(redirects))
+	}
+	out.Body = body
+	return out, nil
+}
+
+// smallBody is how much of a body a fetch reads without taking any of the
+// buffered-bytes budget: with at most 64 requests in flight that is a
+// bounded 16 MiB in all, and the small responses most fetches get never
+// wait for the large ones.
+const smallBody = 256 << 10
+
+// readBody reads at most max bytes. A body over smallBody takes its share
+// of the Fetcher's budget in one acquisition, while holding none of it, so
+// that two growing bodies can never each hold part of the budget and wait
+// for the rest: all of a declared Content-Length up front (read into one
+// allocation of that size), or, for a body of unknown length, max as soon
+// as it outgrows smallBody, the unused part given back once it ends. It
+// returns how much of the budget it holds, which the caller releases.
+func (f *Fetcher) readBody(ctx context.Context, r io.Reader, declared, max int64) ([]byte, int64, error) {
+	var held int64
+	reserve := func(n int64) error {
+		if err := f.buffered.Acquire(ctx, n); err != nil {
+			return mediator.Errorf(mediator.CodeTimeout, "no room to hold the response body before the fetch timed out")
+		}
+		held = n
+		return nil
+	}
+	if declared >= 0 {
+		if declared > smallBody {
+			if err := reserve(declared); err != nil {
+				return nil, 0, err
+			}
+		}
+		// A server that sends more than it declared is cut off: the
+		// transport reports the mismatch as an error.
+		buf := make([]byte, declared)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, held, err
+		}
+		return buf, held, nil
+	}
+	small := min(smallBody, max)
+	buf, err := io.ReadAll(io.LimitReader(r, small+1))
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case int64(len(buf)) <= small:
+		return buf, 0, nil
+	case small == max:
+		return nil, 0, mediator.Errorf(mediator.CodeTooLarge, "the response body is larger than %d bytes", max)
+	}
+	if err := reserve(max); err != nil {
+		return nil, 0, err
+	}
+	// One allocation of the largest allowed size: the pages the body never
+	// reaches are never touched, so they cost address space, not memory.
+	body := make([]byte, len(buf), max+1)
+	copy(body, buf)
+	for int64(len(body)) <= max {
+		n, err := r.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, held, err
+		}
+	}
+	if int64(len(body)) > max {
+		return nil, held, mediator.Errorf(mediator.CodeTooLarge, "the response body is larger than %d bytes", max)
+	}
+	// Keep only what the body takes; the rest goes back at once.
+	if unused := held - int64(len(body)); unused > 0 {
+		f.buffered.Release(unused)
+		held -= unused
+	}
+	return body, held, nil
 }
 
 // fetchErr turns a transport error into a denial (as raised by the dialer),
@@ -433,8 +539,8 @@ var forbiddenHeaders = map[string]bool{
 // its own, so an agent can only send what it already has; both are dropped
 // on a redirect to another origin.
 func checkHeaders(in map[string]string) (http.Header, mediator.Decision) {
-	if len(in) > maxHeaders {
-		return nil, deny(mediator.CodeTooLarge, "%d headers; at most %d are allowed", len(in), maxHeaders)
+	if len(in) > MaxHeaders {
+		return nil, deny(mediator.CodeTooLarge, "%d headers; at most %d are allowed", len(in), MaxHeaders)
 	}
 	h := make(http.Header, len(in))
 	total := 0
@@ -455,8 +561,8 @@ func checkHeaders(in map[string]string) (http.Header, mediator.Decision) {
 		}
 		h[key] = []string{value}
 	}
-	if total > maxHeaderBytes {
-		return nil, deny(mediator.CodeTooLarge, "the headers are %d bytes; at most %d are allowed", total, maxHeaderBytes)
+	if total > MaxHeaderBytes {
+		return nil, deny(mediator.CodeTooLarge, "the headers are %d bytes; at most %d are allowed", total, MaxHeaderBytes)
 	}
 	return h, mediator.Allow("")
 }

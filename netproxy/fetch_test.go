@@ -365,7 +365,7 @@ func TestFetchRequestLimits(t *testing.T) {
 	f, g := newTestFetcher(t, Config{MaxRequestBytes: 10})
 	acl := mustACL(t, hostPortOf(srv))
 	big := map[string]string{}
-	for i := 0; i <= maxHeaders; i++ {
+	for i := 0; i <= MaxHeaders; i++ {
 		big[fmt.Sprint("X-H", i)] = "v"
 	}
 	cases := []struct {
@@ -395,7 +395,7 @@ func TestFetchRequestLimits(t *testing.T) {
 		{"NUL value", Request{Headers: map[string]string{"X-A": "v\x00"}}, mediator.CodeHeaderNotAllowed},
 		{"duplicate", Request{Headers: map[string]string{"X-A": "1", "x-a": "2"}}, mediator.CodeHeaderNotAllowed},
 		{"too many", Request{Headers: big}, mediator.CodeTooLarge},
-		{"huge value", Request{Headers: map[string]string{"X-A": strings.Repeat("v", maxHeaderBytes+1)}}, mediator.CodeHeaderNotAllowed},
+		{"huge value", Request{Headers: map[string]string{"X-A": strings.Repeat("v", MaxHeaderBytes+1)}}, mediator.CodeHeaderNotAllowed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

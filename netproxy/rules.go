@@ -38,5 +38,5 @@ func rawURLChecks(raw string) mediator.Decision {
 func validHeaderName(s string) bool { return httpguts.ValidHeaderFieldName(s) }
 
 func validHeaderValue(s string) bool {
-	return len(s) <= maxHeaderBytes && httpguts.ValidHeaderFieldValue(s)
+	return len(s) <= MaxHeaderBytes && httpguts.ValidHeaderFieldValue(s)
 }

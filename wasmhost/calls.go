@@ -181,7 +181,12 @@ func (ru *run) fetch(mod api.Module, stack []uint64) ([]byte, error) {
 		}
 		return nil, err
 	}
-	return json.Marshal(agentfetch.NewReply(resp))
+	res, err := agentfetch.NewResult(resp)
+	defer resp.Release() // the body is copied into the reply below
+	if err != nil {
+		return nil, err
+	}
+	return res.AppendJSON(make([]byte, 0, res.JSONLen())), nil
 }
 
 // isDenial tells a refusal (recorded in the denial log) from a failure

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -33,6 +34,13 @@ func runHost(ctx context.Context, env Env) int {
 	out := env.Stdout
 	if f, ok := out.(*os.File); ok && f == os.Stdout {
 		os.Stdout = os.Stderr
+	}
+	// The host's memory is bounded by budgets on what it holds at once
+	// (host.DefaultMaxInFlightBytes, netproxy.DefaultMaxBufferedBytes);
+	// the garbage collector is told the figure they add up to, so that
+	// collected garbage does not double it. GOMEMLIMIT, when set, wins.
+	if env.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(host.MemoryLimit)
 	}
 	caller, callerErr := host.ParseLaunch(env.Args)
 	dir, err := datadir.Resolve(env.Getenv)

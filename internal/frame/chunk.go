@@ -49,20 +49,28 @@ type chunkBody struct {
 //
 // The receiver decodes the pieces, concatenates them in seq order and
 // obtains exactly payload. id is the reply's id as raw JSON; empty means
-// null.
+// null. Writers use SplitEach, which holds one frame at a time.
 func Split(id json.RawMessage, payload []byte) ([][]byte, error) {
 	return splitLimit(id, payload, MaxOutbound)
 }
 
-// splitLimit is Split with the frame limit as a parameter, so the fuzzer
-// can exercise chunking with small inputs.
-func splitLimit(id json.RawMessage, payload []byte, limit int) ([][]byte, error) {
+// SplitEach is Split that hands each frame to emit as soon as it is built,
+// in one reused buffer: a 32 MiB reply costs one frame of memory on top of
+// the payload, not the payload again in base64. emit must not keep the
+// slice; its error stops the split and is returned.
+func SplitEach(id json.RawMessage, payload []byte, emit func(frame []byte) error) error {
+	return splitEach(id, payload, MaxOutbound, emit)
+}
+
+// splitEach is SplitEach with the frame limit as a parameter, so the
+// fuzzer can exercise chunking with small inputs.
+func splitEach(id json.RawMessage, payload []byte, limit int, emit func([]byte) error) error {
 	if len(payload) <= limit {
-		return [][]byte{payload}, nil
+		return emit(payload)
 	}
 	cid, err := compactID(id)
 	if err != nil {
-		return nil, fmt.Errorf("frame: split id[%.64s]: %w", id, err)
+		return fmt.Errorf("frame: split id[%.64s]: %w", id, err)
 	}
 	// Fixed envelope bytes, counting seq and total at their widest (the
 	// digits of len(payload) bound both), so every frame fits the limit.
@@ -73,14 +81,13 @@ func splitLimit(id json.RawMessage, payload []byte, limit int) ([][]byte, error)
 	// (no padding except in the last piece).
 	piece := (limit - overhead) / 4 * 3
 	if piece < 3 {
-		return nil, fmt.Errorf("frame: split id[%.64s]: no room for data in a %d-byte frame", cid, limit)
+		return fmt.Errorf("frame: split id[%.64s]: no room for data in a %d-byte frame", cid, limit)
 	}
 	total := (len(payload) + piece - 1) / piece
-	frames := make([][]byte, 0, total)
+	f := make([]byte, 0, overhead+base64.StdEncoding.EncodedLen(piece))
 	for seq := range total {
 		p := payload[seq*piece : min(len(payload), (seq+1)*piece)]
-		f := make([]byte, 0, overhead+base64.StdEncoding.EncodedLen(len(p)))
-		f = append(f, `{"id":`...)
+		f = append(f[:0], `{"id":`...)
 		f = append(f, cid...)
 		f = append(f, `,"chunk":{"seq":`...)
 		f = strconv.AppendInt(f, int64(seq), 10)
@@ -92,11 +99,13 @@ func splitLimit(id json.RawMessage, payload []byte, limit int) ([][]byte, error)
 		if len(f) > limit {
 			// The arithmetic above guarantees this never happens; a frame
 			// over the limit would make Chrome close the port.
-			return nil, fmt.Errorf("frame: split id[%.64s] seq[%d]: frame of %d bytes exceeds %d", cid, seq, len(f), limit)
+			return fmt.Errorf("frame: split id[%.64s] seq[%d]: frame of %d bytes exceeds %d", cid, seq, len(f), limit)
 		}
-		frames = append(frames, f)
+		if err := emit(f); err != nil {
+			return err
+		}
 	}
-	return frames, nil
+	return nil
 }
 
 // compactID validates id as one JSON value and removes insignificant
@@ -245,4 +254,14 @@ func Join(frames [][]byte) ([]byte, error) {
 		}
 	}
 	return a.Bytes()
+}
+
+// splitLimit collects splitEach's frames, for tests of small limits.
+func splitLimit(id json.RawMessage, payload []byte, limit int) ([][]byte, error) {
+	var frames [][]byte
+	err := splitEach(id, payload, limit, func(f []byte) error {
+		frames = append(frames, bytes.Clone(f))
+		return nil
+	})
+	return frames, err
 }

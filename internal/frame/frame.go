@@ -10,9 +10,12 @@ import (
 
 const (
 	// MaxInbound is the largest browser-to-host frame the host accepts.
-	// Chrome may send up to 4 GiB; nothing the extension sends legitimately
-	// comes near 64 MiB, and refusing early bounds the host's memory.
-	MaxInbound = 64 << 20
+	// Chrome may send up to 4 GiB. The largest thing the extension sends is
+	// a fetch body of at most 8 MiB (about 11 MiB in base64) or an agent
+	// module of up to 12 MiB (16 MiB in base64); refusing anything larger
+	// before reading it bounds the host's memory. Larger modules are
+	// installed from a file with the CLI.
+	MaxInbound = 16 << 20
 
 	// MaxOutbound is the largest host-to-browser frame. Chrome closes the
 	// port when a host message exceeds 1 MiB, so nothing larger is written.

@@ -178,10 +178,10 @@ type fetchParams struct {
 	AgentID string `json:"agentId"`
 	URL     string `json:"url"`
 	Options struct {
-		Method       string            `json:"method"`
-		Headers      map[string]string `json:"headers"`
-		Body         string            `json:"body"`
-		BodyEncoding string            `json:"bodyEncoding"` // "text" (default) or "base64"
+		Method       string         `json:"method"`
+		Headers      boundedHeaders `json:"headers"`
+		Body         string         `json:"body"`
+		BodyEncoding string         `json:"bodyEncoding"` // "text" (default) or "base64"
 	} `json:"options"`
 }
 
@@ -208,7 +208,12 @@ func handleNetworkFetch(ctx context.Context, s *server, req *request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return agentfetch.NewReply(resp), nil
+	// The server releases the body's memory once the reply is written.
+	res, err := agentfetch.NewResult(resp)
+	if err != nil {
+		resp.Release()
+	}
+	return res, err
 }
 
 func handleListDenials(ctx context.Context, s *server, req *request) (any, error) {

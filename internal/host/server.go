@@ -13,8 +13,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/agentgate/nmhost/internal/frame"
 	"github.com/agentgate/nmhost/internal/store"
@@ -24,6 +25,15 @@ import (
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 )
+
+// DefaultMaxInFlightBytes is Options.MaxInFlightBytes's default.
+const DefaultMaxInFlightBytes = 32 << 20
+
+// MemoryLimit is the soft memory limit host mode gives the Go runtime
+// (debug.SetMemoryLimit): what the request and response budgets hold at
+// most, with what decoding and encoding them costs, plus the runtime, the
+// store and wazero. docs/protocol.md ("Limits") states the bound it keeps.
+const MemoryLimit = 192 << 20
 
 // ProtocolVersion is reported by "hello"; it changes only when a reply's
 // shape changes incompatibly.
@@ -48,6 +58,12 @@ type Options struct {
 	OriginAllowed bool
 	// Log receives diagnostics; nil discards them. Never stdout.
 	Log *slog.Logger
+	// MaxInFlightBytes bounds the bytes of the requests being handled at
+	// once; reading pauses past it (one frame of up to frame.MaxInbound may
+	// wait beside them). Default 32 MiB: with fetch bodies bounded by the
+	// fetcher's own budget, the host's peak memory stays bounded whatever
+	// mix of requests arrives (see docs/protocol.md, "Limits").
+	MaxInFlightBytes int64
 	// MaxInFlight bounds concurrent requests; reading pauses past it.
 	// Default 64: enough to keep fetches overlapping, small enough that a
 	// flood of frames cannot grow memory without bound.
@@ -98,28 +114,6 @@ type request struct {
 	Raw  []byte
 }
 
-// decode reads the request's parameters (the request object's own fields
-// beside id and type) exactly: a member the type does not have, a case
-// variant of one it has and a repeated member are refused (bad_request),
-// so the host never acts on a reading of the message that its sender's
-// JSON.parse would not give.
-func (r *request) decode(v any) error {
-	var members map[string]jsontext.Value
-	err := jsonv2.Unmarshal(r.Raw, &members)
-	if err == nil {
-		delete(members, "id")
-		delete(members, "type")
-		var params []byte
-		if params, err = jsonv2.Marshal(members); err == nil {
-			err = mediator.DecodeExact(params, v)
-		}
-	}
-	if err != nil {
-		return &mediator.Error{Code: mediator.CodeBadRequest, Msg: fmt.Sprintf("%s: parameters do not have the expected names and types", r.Type), Err: err}
-	}
-	return nil
-}
-
 type reply struct {
 	ID      json.RawMessage `json:"id"`
 	Success bool            `json:"success"`
@@ -138,6 +132,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 64
+	}
+	if opts.MaxInFlightBytes <= 0 {
+		opts.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
 	log := opts.Log
 	if log == nil {
@@ -169,6 +166,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	// fetch does not hold up a quick grant; replies carry the request id.
 	in := frame.NewReader(r)
 	sem := make(chan struct{}, opts.MaxInFlight)
+	inFlight := semaphore.NewWeighted(opts.MaxInFlightBytes)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(s.inputEnded) // runs before wg.Wait: waiting handlers give up first
@@ -191,9 +189,14 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 		case <-ctx.Done():
 			return nil
 		}
+		// A frame larger than the whole budget waits for all of it.
+		weight := min(int64(len(msg)), opts.MaxInFlightBytes)
+		if err := inFlight.Acquire(ctx, weight); err != nil {
+			return nil
+		}
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer func() { inFlight.Release(weight); <-sem; wg.Done() }()
 			s.handle(ctx, msg)
 		}()
 	}
@@ -280,37 +283,72 @@ func (s *server) sendErr(id json.RawMessage, err error) {
 }
 
 // send encodes r and writes it as one frame, or as numbered chunks when it
-// exceeds the browser's 1 MiB limit.
+// exceeds the browser's 1 MiB limit. Data that holds memory on loan (a
+// fetch's body) is released once the reply is written.
 func (s *server) send(r reply) {
+	if rel, ok := r.Data.(interface{ Release() }); ok {
+		defer rel.Release()
+	}
 	if err := s.write(r.ID, r); err != nil {
 		s.log.Error("reply not encodable", "id", string(r.ID), "err", err)
 		_ = s.write(r.ID, reply{ID: r.ID, Error: "the reply could not be encoded", Code: mediator.CodeInternal})
 	}
 }
 
-// write encodes any outbound message (reply, progress event, host-initiated
-// request) and sends it as one frame or as chunks under id. Frames from
-// concurrent handlers never interleave inside one frame; chunks of one
-// message may interleave with other messages, which the chunk format allows.
-func (s *server) write(id json.RawMessage, v any) error {
+// jsonAppender is data that writes its own JSON into a buffer of a size it
+// knows in advance (a fetch's result), so a large reply is encoded once,
+// without reflection or the encoder's buffer doubling.
+type jsonAppender interface {
+	AppendJSON(dst []byte) []byte
+	JSONLen() int
+}
+
+// encode returns v's JSON: a successful reply whose data is a jsonAppender
+// is written by hand around it; anything else by encoding/json.
+func encode(v any) ([]byte, error) {
+	if r, ok := v.(reply); ok && r.Success && r.Error == "" && r.Code == "" {
+		if a, ok := r.Data.(jsonAppender); ok {
+			b := make([]byte, 0, len(`{"id":,"success":true,"data":}`)+len(r.ID)+a.JSONLen())
+			b = append(b, `{"id":`...)
+			b = append(b, r.ID...)
+			b = append(b, `,"success":true,"data":`...)
+			b = a.AppendJSON(b)
+			return append(b, '}'), nil
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// write encodes any outbound message (reply, progress event, host-initiated
+// request) and sends it as one frame or as chunks under id, built and
+// written one at a time. Frames from concurrent handlers never interleave
+// inside one frame; chunks of one message may interleave with other
+// messages, which the chunk format allows.
+func (s *server) write(id json.RawMessage, v any) error {
+	payload, err := encode(v)
+	if err != nil {
 		return err
 	}
-	payload := bytes.TrimRight(buf.Bytes(), "\n")
-	frames, err := frame.Split(id, payload)
-	if err != nil {
-		s.log.Error("message not splittable", "id", string(id), "err", err)
-		return nil
-	}
-	for _, f := range frames {
+	var broken bool
+	err = frame.SplitEach(id, payload, func(f []byte) error {
 		if err := s.out.Write(f); err != nil {
-			s.log.Warn("browser gone: write failed", "err", err)
-			s.brokenOnce.Do(func() { close(s.broken) })
-			return nil
+			broken = true
+			return err
 		}
+		return nil
+	})
+	switch {
+	case broken:
+		s.log.Warn("browser gone: write failed", "err", err)
+		s.brokenOnce.Do(func() { close(s.broken) })
+	case err != nil:
+		s.log.Error("message not splittable", "id", string(id), "err", err)
 	}
 	return nil
 }
@@ -328,14 +366,9 @@ func parseRequest(msg []byte) (*request, error) {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "message is not a JSON object")
 	}
-	var env struct {
-		ID   json.RawMessage `json:"id"`
-		Type json.RawMessage `json:"type"`
-	}
-	// Names match exactly and a repeated member anywhere refuses the whole
-	// message, whatever its type (see decode).
-	if err := jsonv2.Unmarshal(msg, &env); err != nil {
-		return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "message is not valid JSON (or repeats a member)", Err: err}
+	env, err := readEnvelope(msg)
+	if err != nil {
+		return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "message is not valid JSON (or repeats id or type)", Err: err}
 	}
 	req := &request{ID: nullID, Raw: msg}
 	if len(env.ID) == 0 || string(env.ID) == "null" {
@@ -349,6 +382,56 @@ func parseRequest(msg []byte) (*request, error) {
 		return req, mediator.Errorf(mediator.CodeBadRequest, "message has no type string")
 	}
 	return req, nil
+}
+
+// envelope is a request's id and type, as raw JSON.
+type envelope struct{ ID, Type json.RawMessage }
+
+// readEnvelope reads the top-level id and type of msg in one streaming
+// pass, skipping (and so checking the syntax of) every other member
+// without holding it: a frame of a million nested members costs no more
+// than its bytes. A repeated id or type is refused here; repeated or
+// case-variant members elsewhere are refused where the parameters are
+// decoded exactly (decode), which stops at the first one.
+func readEnvelope(msg []byte) (envelope, error) {
+	var env envelope
+	dec := jsontext.NewDecoder(bytes.NewReader(msg), jsontext.AllowDuplicateNames(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return env, errors.New("not a JSON object")
+	}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return env, err
+		}
+		var dst *json.RawMessage
+		switch tok.String() {
+		case "id":
+			dst = &env.ID
+		case "type":
+			dst = &env.Type
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return env, err
+			}
+			continue
+		}
+		if *dst != nil {
+			return env, fmt.Errorf("member %q given twice", tok.String())
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return env, err
+		}
+		*dst = json.RawMessage(bytes.Clone(v))
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return env, err
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return env, errors.New("data after the object")
+	}
+	return env, nil
 }
 
 func validID(raw json.RawMessage) bool {

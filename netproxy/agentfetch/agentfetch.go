@@ -2,13 +2,11 @@ package agentfetch
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
@@ -151,33 +149,6 @@ func (s *Service) Fetch(ctx context.Context, req Request) (*netproxy.Response, e
 		return nil, fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), err)
 	}
 	return resp, nil
-}
-
-// Reply is a fetch result as the protocol and the restricted API return it.
-// Body is text when the bytes are valid UTF-8 and base64 otherwise;
-// BodyEncoding says which.
-type Reply struct {
-	Status       int                 `json:"status"`
-	StatusText   string              `json:"statusText"`
-	Headers      map[string][]string `json:"headers"`
-	Body         string              `json:"body"`
-	BodyEncoding string              `json:"bodyEncoding"`
-	FinalURL     string              `json:"finalUrl"`
-	Redirects    []string            `json:"redirects,omitempty"`
-}
-
-// NewReply converts a netproxy response.
-func NewReply(resp *netproxy.Response) Reply {
-	out := Reply{
-		Status: resp.Status, StatusText: resp.StatusText, Headers: resp.Headers,
-		FinalURL: resp.FinalURL, Redirects: resp.Redirects,
-	}
-	if utf8.Valid(resp.Body) {
-		out.Body, out.BodyEncoding = string(resp.Body), "text"
-	} else {
-		out.Body, out.BodyEncoding = base64.StdEncoding.EncodeToString(resp.Body), "base64"
-	}
-	return out
 }
 
 // Forget drops the cached ACL of an agent (after uninstall).

@@ -1,0 +1,149 @@
+package agentfetch
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/agentgate/nmhost/netproxy"
+)
+
+// Reply is a fetch result as the protocol and the restricted API carry it.
+// Body is text when the bytes are valid UTF-8 and that is no larger than
+// base64 once escaped, and base64 otherwise; BodyEncoding says which. It is
+// the shape a reader decodes; Result writes it.
+type Reply struct {
+	Status       int                 `json:"status"`
+	StatusText   string              `json:"statusText"`
+	Headers      map[string][]string `json:"headers"`
+	Body         string              `json:"body"`
+	BodyEncoding string              `json:"bodyEncoding"`
+	FinalURL     string              `json:"finalUrl"`
+	Redirects    []string            `json:"redirects,omitempty"`
+}
+
+// replyHead is Reply without its body, which Result appends itself.
+type replyHead struct {
+	Status       int                 `json:"status"`
+	StatusText   string              `json:"statusText"`
+	Headers      map[string][]string `json:"headers"`
+	BodyEncoding string              `json:"bodyEncoding"`
+	FinalURL     string              `json:"finalUrl"`
+	Redirects    []string            `json:"redirects,omitempty"`
+}
+
+// Result is a response ready to be sent as a Reply. It writes the JSON
+// straight from the response body into one buffer of the exact size:
+// a body of up to 32 MiB would otherwise be copied into a string, escaped
+// into the encoder's growing buffer and copied again, about five times its
+// size at peak. Text that would grow past base64 when escaped (a body of
+// control characters grows six-fold) is sent as base64, so the body's JSON
+// is never more than 4/3 of its size.
+type Result struct {
+	resp   *netproxy.Response
+	base64 bool
+	head   []byte // the JSON of every field but the body, without the closing brace
+}
+
+// NewResult prepares resp to be sent. The caller calls Release once the
+// reply is written.
+func NewResult(resp *netproxy.Response) (*Result, error) {
+	r := &Result{resp: resp}
+	escaped, ok := escapedLen(resp.Body)
+	r.base64 = !ok || escaped > base64.StdEncoding.EncodedLen(len(resp.Body))
+	encoding := "text"
+	if r.base64 {
+		encoding = "base64"
+	}
+	head, err := json.Marshal(replyHead{Status: resp.Status, StatusText: resp.StatusText, Headers: resp.Headers,
+		BodyEncoding: encoding, FinalURL: resp.FinalURL, Redirects: resp.Redirects})
+	if err != nil {
+		return nil, err
+	}
+	r.head = head[:len(head)-1]
+	return r, nil
+}
+
+// JSONLen is the exact length of the JSON AppendJSON writes.
+func (r *Result) JSONLen() int {
+	n := len(r.head) + len(`,"body":"`) + len(`"}`)
+	if r.base64 {
+		return n + base64.StdEncoding.EncodedLen(len(r.resp.Body))
+	}
+	escaped, _ := escapedLen(r.resp.Body)
+	return n + escaped
+}
+
+// AppendJSON appends the Reply's JSON to dst, the body member last.
+func (r *Result) AppendJSON(dst []byte) []byte {
+	dst = append(dst, r.head...)
+	dst = append(dst, `,"body":"`...)
+	if r.base64 {
+		dst = base64.StdEncoding.AppendEncode(dst, r.resp.Body)
+	} else {
+		dst = appendEscaped(dst, r.resp.Body)
+	}
+	return append(dst, `"}`...)
+}
+
+// MarshalJSON makes a Result usable wherever JSON is encoded.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	return r.AppendJSON(make([]byte, 0, r.JSONLen())), nil
+}
+
+// Release returns the body's memory to the fetcher's budget.
+func (r *Result) Release() { r.resp.Release() }
+
+// escapedLen is the length of b as the inside of a JSON string, and false
+// when b is not valid UTF-8 (such a body goes as base64).
+func escapedLen(b []byte) (int, bool) {
+	if !utf8.Valid(b) {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		switch {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		case c < 0x20:
+			n += 6
+		default:
+			n++
+		}
+	}
+	return n, true
+}
+
+// appendEscaped appends valid UTF-8 b as the inside of a JSON string.
+func appendEscaped(dst, b []byte) []byte {
+	start := 0
+	for i, c := range b {
+		var esc string
+		switch {
+		case c == '"':
+			esc = `\"`
+		case c == '\\':
+			esc = `\\`
+		case c == '\n':
+			esc = `\n`
+		case c == '\r':
+			esc = `\r`
+		case c == '\t':
+			esc = `\t`
+		case c < 0x20:
+			dst = append(dst, b[start:i]...)
+			dst = append(dst, `\u00`...)
+			dst = append(dst, strconv.FormatInt(int64(c)>>4, 16)...)
+			dst = append(dst, strconv.FormatInt(int64(c)&0xf, 16)...)
+			start = i + 1
+			continue
+		default:
+			continue
+		}
+		dst = append(dst, b[start:i]...)
+		dst = append(dst, esc...)
+		start = i + 1
+	}
+	return append(dst, b[start:]...)
+}

@@ -6,7 +6,7 @@ import (
 )
 
 // SafetyClass says how much confirmation an operation needs, by what it
-// does (seed 004): reading is safe, changing or sending asks, destructive
+// does (docs/permissions.md): reading is safe, changing or sending asks, destructive
 // or sensitive always asks unless the user said "always allow" for exactly
 // that operation and target.
 type SafetyClass string
@@ -105,7 +105,7 @@ func RuleFor(op Operation) (OperationRule, bool) {
 	return r, false
 }
 
-// Session levels (seed 001). A level can only narrow what grants allow.
+// Session levels (docs/permissions.md). A level can only narrow what grants allow.
 const (
 	LevelLow    = "low"
 	LevelMedium = "medium"

@@ -32,6 +32,9 @@ const (
 	// Permissions.
 	CodePermissionNotGranted Code = "permission_not_granted"
 	CodeUnknownPermission    Code = "unknown_permission"
+	// CodeRevokedByUser: the user revoked the permission and it stays
+	// revoked until they grant it again (`nmhost grant`, the options page).
+	CodeRevokedByUser Code = "revoked_by_user"
 
 	// Network.
 	CodeNetworkDisabled  Code = "network_disabled"
@@ -63,7 +66,7 @@ const (
 	CodeCallLimit        Code = "call_limit"         // too many restricted API calls in one run
 	CodeExitNonZero      Code = "exit_nonzero"       // the guest exited with a non-zero status
 
-	// Sessions (seed 001) and the local viewer.
+	// Sessions and the local viewer.
 	CodeUnknownSession Code = "unknown_session"
 	CodeInvalidLevel   Code = "invalid_level"
 	CodeSessionLevel   Code = "session_level" // the session's permission level does not allow the operation

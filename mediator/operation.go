@@ -31,12 +31,12 @@ type Operation struct {
 	Hop int `json:"hop,omitempty"`
 
 	// SessionLevel is the permission level of the session the run belongs
-	// to (seed 001: "low", "medium", "high"); empty means the default,
+	// to ("low", "medium", "high"); empty means the default,
 	// medium. A level can only narrow what the grants allow, never widen it.
 	SessionLevel string `json:"sessionLevel,omitempty"`
 }
 
-// Operation names: the restricted API (seed 000) plus the extension's
+// Operation names: the restricted API (docs/abi.md) plus the extension's
 // network-fetch, which is the same operation as the module's fetch.
 const (
 	OpLog                  = "log"

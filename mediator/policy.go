@@ -11,8 +11,7 @@ import (
 	"time"
 )
 
-// PolicyDecision is the policy's answer for one operation, in seed 004's
-// shape plus a reason code and what decided it. The zero value denies.
+// PolicyDecision is the policy's answer for one operation, with a reason code and what decided it. The zero value denies.
 type PolicyDecision struct {
 	Allowed        bool        `json:"allowed"`
 	RequiresPrompt bool        `json:"requiresPrompt"`

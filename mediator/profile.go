@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Permission names an API family an agent may be granted (seed 000).
+// Permission names an API family an agent may be granted.
 type Permission string
 
 // The permissions the host knows. Anything else is unknown and denied.
@@ -29,7 +29,7 @@ var KnownPermissions = []Permission{
 }
 
 // ParsePermission returns p when it is a known permission. Process spawning
-// and foreign-function access ("run", "ffi" in seed 003) are not permissions
+// and foreign-function access ("run", "ffi") are not permissions
 // at all, so they are unknown like any other name.
 func ParsePermission(s string) (Permission, error) {
 	p := Permission(s)
@@ -59,7 +59,7 @@ const (
 	maxDescriptionRunes = 1000
 )
 
-// Profile is an agent's identity and what it asks for, in the seed's shape.
+// Profile is an agent's identity and what it asks for, in the protocol's shape (docs/protocol.md).
 // Units: MaxMemory in bytes, ExecutionTimeout in milliseconds.
 type Profile struct {
 	AgentID      string       `json:"agentId"`

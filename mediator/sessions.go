@@ -2,7 +2,7 @@ package mediator
 
 import "regexp"
 
-// SessionSettings are one session's settings (seed 001): the permission
+// SessionSettings are one session's settings: the permission
 // level its runs get and its workspace. The zero value is not stored; a new
 // session starts at LevelMedium.
 type SessionSettings struct {

@@ -74,8 +74,8 @@ type Options struct {
 
 type handlerFunc func(ctx context.Context, s *server, req *request) (any, error)
 
-// handlers routes each request type to one function. Types keep the seed's
-// names where the seed names them.
+// handlers routes each request type to one function. The names are the
+// protocol's (docs/protocol.md), which the extension relies on.
 var handlers = map[string]handlerFunc{
 	"hello":           handleHello,
 	"install-agent":   handleInstallAgent,

@@ -108,7 +108,7 @@ func TestDecideTable(t *testing.T) {
 		{"read-only DOM refuses writes without asking", op("reader", mediator.OpPageSetElementText), false, false, mediator.RequiresConfirmation, mediator.CodePermissionNotGranted, "capability:domAccess"},
 		{"read-only DOM reads", op("reader", mediator.OpPageQuerySelector), true, false, mediator.AlwaysSafe, mediator.CodeAllowed, "class:ALWAYS_SAFE"},
 		{"no networkAccess", mediator.Operation{AgentID: "offline", Name: mediator.OpNetworkFetch, Method: "GET"}, false, false, mediator.AlwaysSafe, mediator.CodeNetworkDisabled, "capability:networkAccess"},
-		// Session levels (seed 001).
+		// Session levels (docs/permissions.md).
 		{"low runs local safe reads", withLevel(op("all", mediator.OpPageGetPageText), mediator.LevelLow), true, false, mediator.AlwaysSafe, mediator.CodeAllowed, "class:ALWAYS_SAFE"},
 		{"low refuses a GET", withLevel(fetch("GET"), mediator.LevelLow), false, false, mediator.AlwaysSafe, mediator.CodeSessionLevel, "level:low"},
 		{"low refuses what would ask", withLevel(op("all", mediator.OpClipboardWrite), mediator.LevelLow), false, false, mediator.RequiresConfirmation, mediator.CodeSessionLevel, "level:low"},

@@ -1,6 +1,6 @@
 package store
 
-// schemaSessions adds per-session settings (seed 001). settings holds the
+// schemaSessions adds per-session settings (docs/viewer.md). settings holds the
 // normalised SessionSettings as JSON, so a later field needs no migration.
 const schemaSessions = `
 CREATE TABLE session_settings (

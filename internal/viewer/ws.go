@@ -163,7 +163,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// wsMessage is a client message. "run" is seed 001's message; run_id is
+// wsMessage is a client message. "run" runs an agent in a session; run_id is
 // optional and echoed so a client can tell concurrent runs apart.
 type wsMessage struct {
 	Type            string `json:"type"`

@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// PolicyDecision is the policy's answer for one operation, with a reason code and what decided it. The zero value denies.
+// PolicyDecision is the policy's answer for one operation, with a reason
+// code and what decided it. The zero value denies.
 type PolicyDecision struct {
 	Allowed        bool        `json:"allowed"`
 	RequiresPrompt bool        `json:"requiresPrompt"`

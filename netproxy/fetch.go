@@ -11,10 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -252,33 +249,6 @@ func (f *Fetcher) Fetch(ctx context.Context, acl *ACL, req Request) (*Response, 
 	}
 }
 
-// CheckRequest applies the rules on the request itself (method, headers,
-// body) without sending anything, so that a caller can refuse a request
-// the fetch would refuse anyway before it asks anybody about it. Fetch
-// applies them again.
-func (f *Fetcher) CheckRequest(req Request) mediator.Decision {
-	_, _, d := f.checkRequest(req)
-	return d
-}
-
-func (f *Fetcher) checkRequest(req Request) (string, http.Header, mediator.Decision) {
-	method, d := checkMethod(req.Method)
-	if !d.Allowed {
-		return "", nil, d
-	}
-	hdr, d := checkHeaders(req.Headers)
-	if !d.Allowed {
-		return "", nil, d
-	}
-	if int64(len(req.Body)) > f.cfg.MaxRequestBytes {
-		return "", nil, deny(mediator.CodeTooLarge, "the request body is %d bytes; at most %d are allowed", len(req.Body), f.cfg.MaxRequestBytes)
-	}
-	if len(req.Body) > 0 && mediator.FetchCarriesNoBody(method) {
-		return "", nil, deny(mediator.CodeBodyNotAllowed, "a %s request carries no body (this one has %d bytes); use POST or PUT", method, len(req.Body))
-	}
-	return method, hdr, mediator.Allow("")
-}
-
 func (f *Fetcher) roundTrip(ctx context.Context, acl *ACL, t Target, method string, hdr http.Header, body []byte) (*http.Response, error) {
 	if f.proxyAddr != "" {
 		// Through a proxy the dialer never sees the target; check our own
@@ -303,114 +273,6 @@ func (f *Fetcher) roundTrip(ctx context.Context, acl *ACL, t Target, method stri
 		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	return f.transport.RoundTrip(r.WithContext(ctx))
-}
-
-func (f *Fetcher) readResponse(ctx context.Context, resp *http.Response, t Target, redirects []string, method string) (*Response, error) {
-	defer resp.Body.Close()
-	max := f.cfg.MaxResponseBytes
-	final := t.URL.String()
-	if resp.ContentLength > max {
-		return nil, fmt.Errorf("fetch[%s]: %w", truncURL(final), mediator.Errorf(mediator.CodeTooLarge,
-			"the response body is %d bytes; at most %d are allowed", resp.ContentLength, max))
-	}
-	out := &Response{
-		Status:     resp.StatusCode,
-		StatusText: strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)+" "),
-		Headers:    map[string][]string(resp.Header.Clone()),
-		FinalURL:   final,
-		Redirects:  redirects,
-	}
-	if method == http.MethodHead {
-		return out, nil
-	}
-	body, held, err := f.readBody(ctx, resp.Body, resp.ContentLength, max)
-	if held > 0 {
-		var once sync.Once
-		out.release = func() { once.Do(func() { f.buffered.Release(held) }) }
-	}
-	if err != nil {
-		out.Release()
-		if me := (*mediator.Error)(nil); errors.As(err, &me) {
-			return nil, fmt.Errorf("fetch[%s]: %w", truncURL(final), err)
-		}
-		return nil, fetchErr(ctx, err, final, len(redirects))
-	}
-	out.Body = body
-	return out, nil
-}
-
-// smallBody is how much of a body a fetch reads without taking any of the
-// buffered-bytes budget: with at most 64 requests in flight that is a
-// bounded 16 MiB in all, and the small responses most fetches get never
-// wait for the large ones.
-const smallBody = 256 << 10
-
-// readBody reads at most max bytes. A body over smallBody takes its share
-// of the Fetcher's budget in one acquisition, while holding none of it, so
-// that two growing bodies can never each hold part of the budget and wait
-// for the rest: all of a declared Content-Length up front (read into one
-// allocation of that size), or, for a body of unknown length, max as soon
-// as it outgrows smallBody, the unused part given back once it ends. It
-// returns how much of the budget it holds, which the caller releases.
-func (f *Fetcher) readBody(ctx context.Context, r io.Reader, declared, max int64) ([]byte, int64, error) {
-	var held int64
-	reserve := func(n int64) error {
-		if err := f.buffered.Acquire(ctx, n); err != nil {
-			return mediator.Errorf(mediator.CodeTimeout, "no room to hold the response body before the fetch timed out")
-		}
-		held = n
-		return nil
-	}
-	if declared >= 0 {
-		if declared > smallBody {
-			if err := reserve(declared); err != nil {
-				return nil, 0, err
-			}
-		}
-		// A server that sends more than it declared is cut off: the
-		// transport reports the mismatch as an error.
-		buf := make([]byte, declared)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, held, err
-		}
-		return buf, held, nil
-	}
-	small := min(smallBody, max)
-	buf, err := io.ReadAll(io.LimitReader(r, small+1))
-	switch {
-	case err != nil:
-		return nil, 0, err
-	case int64(len(buf)) <= small:
-		return buf, 0, nil
-	case small == max:
-		return nil, 0, mediator.Errorf(mediator.CodeTooLarge, "the response body is larger than %d bytes", max)
-	}
-	if err := reserve(max); err != nil {
-		return nil, 0, err
-	}
-	// One allocation of the largest allowed size: the pages the body never
-	// reaches are never touched, so they cost address space, not memory.
-	body := make([]byte, len(buf), max+1)
-	copy(body, buf)
-	for int64(len(body)) <= max {
-		n, err := r.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, held, err
-		}
-	}
-	if int64(len(body)) > max {
-		return nil, held, mediator.Errorf(mediator.CodeTooLarge, "the response body is larger than %d bytes", max)
-	}
-	// Keep only what the body takes; the rest goes back at once.
-	if unused := held - int64(len(body)); unused > 0 {
-		f.buffered.Release(unused)
-		held -= unused
-	}
-	return body, held, nil
 }
 
 // fetchErr turns a transport error into a denial (as raised by the dialer),
@@ -504,65 +366,4 @@ func redirectRequest(code int, method string, body []byte, hdr http.Header, from
 		hdr.Del("Cookie")
 	}
 	return method, body, hdr
-}
-
-func checkMethod(m string) (string, mediator.Decision) {
-	if m == "" {
-		return http.MethodGet, mediator.Allow("")
-	}
-	u := strings.ToUpper(m)
-	if slices.Contains(mediator.FetchMethods(), u) {
-		return u, mediator.Allow("")
-	}
-	return "", deny(mediator.CodeMethodNotAllowed, "method %q is not allowed; use %s", truncURL(m), strings.Join(mediator.FetchMethods(), ", "))
-}
-
-// forbiddenHeaders are headers an agent may not set: they describe the
-// connection or the message framing (which the transport owns, and which
-// smuggling attacks abuse), address a proxy, or would name a different
-// host than the one checked.
-var forbiddenHeaders = map[string]bool{
-	"Host":              true,
-	"Content-Length":    true,
-	"Transfer-Encoding": true,
-	"Connection":        true,
-	"Keep-Alive":        true,
-	"Te":                true,
-	"Trailer":           true,
-	"Upgrade":           true,
-	"Expect":            true,
-	"Http2-Settings":    true,
-}
-
-// checkHeaders validates agent headers into an http.Header. Cookie and
-// Authorization are allowed: the host keeps no cookie jar or credentials of
-// its own, so an agent can only send what it already has; both are dropped
-// on a redirect to another origin.
-func checkHeaders(in map[string]string) (http.Header, mediator.Decision) {
-	if len(in) > MaxHeaders {
-		return nil, deny(mediator.CodeTooLarge, "%d headers; at most %d are allowed", len(in), MaxHeaders)
-	}
-	h := make(http.Header, len(in))
-	total := 0
-	for name, value := range in {
-		total += len(name) + len(value)
-		if !validHeaderName(name) {
-			return nil, deny(mediator.CodeHeaderNotAllowed, "header name %q is not a valid HTTP token", truncURL(name))
-		}
-		if !validHeaderValue(value) {
-			return nil, deny(mediator.CodeHeaderNotAllowed, "header %q has a value with control characters", truncURL(name))
-		}
-		key := http.CanonicalHeaderKey(name)
-		if forbiddenHeaders[key] || strings.HasPrefix(key, "Proxy-") {
-			return nil, deny(mediator.CodeHeaderNotAllowed, "header %q may not be set by an agent", key)
-		}
-		if _, dup := h[key]; dup {
-			return nil, deny(mediator.CodeHeaderNotAllowed, "header %q is given twice", key)
-		}
-		h[key] = []string{value}
-	}
-	if total > MaxHeaderBytes {
-		return nil, deny(mediator.CodeTooLarge, "the headers are %d bytes; at most %d are allowed", total, MaxHeaderBytes)
-	}
-	return h, mediator.Allow("")
 }

@@ -57,9 +57,11 @@ const (
 	CodeBlockedByUser   Code = "blocked_by_user"       // a remembered always-block answer
 	CodePromptTimeout   Code = "prompt_timeout"        // nobody answered the prompt in time
 	CodeConfirmRequired Code = "confirmation_required" // needs a prompt and no one can be asked
+	CodePageChanged     Code = "page_changed"          // the document a run is bound to is gone or has another origin
 
 	// Running WebAssembly agents.
 	CodeInvalidModule    Code = "invalid_module"     // not a module wazero accepts
+	CodeModuleLimits     Code = "module_limits"      // the module declares more than wasmhost allows (tables, locals, ...)
 	CodeImportNotGranted Code = "import_not_granted" // link-time deny: an import the grants do not cover
 	CodeTrap             Code = "trap"               // the guest trapped (unreachable, bad memory access, ...)
 	CodeMemoryLimit      Code = "memory_limit"       // the guest needed more than capabilities.maxMemory

@@ -12,11 +12,12 @@ import (
 // what each new host process does.
 func BenchmarkCompile(b *testing.B) {
 	ctx := context.Background()
+	info := probeInfo(b)
 	b.Run("cold", func(b *testing.B) {
 		for b.Loop() {
 			r, _ := New(ctx, Config{})
 			e, _ := r.engine(ctx, 256)
-			if _, err := e.compile(ctx, "probe", probeWasm); err != nil {
+			if _, err := e.compile(ctx, "probe", probeWasm, info); err != nil {
 				b.Fatal(err)
 			}
 			r.Close(ctx)
@@ -26,17 +27,26 @@ func BenchmarkCompile(b *testing.B) {
 		dir := b.TempDir()
 		warm, _ := New(ctx, Config{CacheDir: dir})
 		e, _ := warm.engine(ctx, 256)
-		e.compile(ctx, "probe", probeWasm)
+		e.compile(ctx, "probe", probeWasm, info)
 		warm.Close(ctx)
 		for b.Loop() {
 			r, _ := New(ctx, Config{CacheDir: dir})
 			e, _ := r.engine(ctx, 256)
-			if _, err := e.compile(ctx, "probe", probeWasm); err != nil {
+			if _, err := e.compile(ctx, "probe", probeWasm, info); err != nil {
 				b.Fatal(err)
 			}
 			r.Close(ctx)
 		}
 	})
+}
+
+// probeInfo is what validate reads from the probe, which compile needs.
+func probeInfo(b *testing.B) *moduleInfo {
+	info, err := validate(probeWasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return info
 }
 
 // BenchmarkRun times whole runs of a compiled module: instantiate, run,

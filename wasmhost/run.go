@@ -129,6 +129,19 @@ func (ru *run) execute(ctx context.Context) Result {
 	if p.ModuleSHA256 != "" && p.ModuleSHA256 != sha {
 		return fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the profile pins %s", sha, p.ModuleSHA256)
 	}
+	// Nothing reaches wazero before validate: its checks bound what
+	// compiling costs. The grants are checked first, on the imports it read,
+	// so a module that may not link is refused as such even when it also
+	// breaks a limit, and before it costs a compile.
+	info, verr := validate(ru.spec.Module)
+	if info.importsRead {
+		if res, denied := ru.link(ctx, info.imports); denied {
+			return res
+		}
+	}
+	if verr != nil {
+		return fail(mediator.CodeOf(verr), "%s", mediator.MessageOf(verr))
+	}
 	maxMem := p.Capabilities.MaxMemory
 	if maxMem <= 0 {
 		maxMem = mediator.DefaultMaxMemory
@@ -138,30 +151,33 @@ func (ru *run) execute(ctx context.Context) Result {
 	if err != nil {
 		return fail(mediator.CodeInternal, "%v", err)
 	}
-	compiled, err := eng.compile(ctx, sha, ru.spec.Module)
-	if err != nil {
-		if isMemoryLimitErr(err) {
-			return fail(mediator.CodeMemoryLimit, "the module needs more memory than maxMemory (%d bytes): %v", maxMem, err)
-		}
-		return fail(mediator.CodeInvalidModule, "the module does not compile: %v", err)
-	}
-	granted := map[mediator.Permission]bool{}
-	for _, g := range ru.spec.Agent.Grants {
-		granted[g.Permission] = true
-	}
-	if d := checkImports(compiled, func(p mediator.Permission) bool { return granted[p] }); d != nil {
-		ru.deny(ctx, mediator.Denial{AgentID: p.AgentID, Permission: string(d.Permission), Code: mediator.CodeImportNotGranted,
-			Context: mediator.DenialContext{Reason: d.Reason, Layer: "link", Details: map[string]string{"import": d.Import}}})
-		return fail(mediator.CodeImportNotGranted, "%s", d.Reason)
-	}
 
+	// The executionTimeout covers compiling too: a module that is slow to
+	// compile is cut off like one that is slow to run.
 	runCtx, cancelTimeout := context.WithTimeout(ctx, p.Capabilities.Timeout())
 	defer cancelTimeout()
 	runCtx, ru.cancel = context.WithCancelCause(runCtx)
 	defer ru.cancel(nil)
 	ru.ctx = runCtx
-	callCtx := context.WithValue(runCtx, runKey{}, ru)
 
+	compiled, err := eng.compile(runCtx, sha, ru.spec.Module, info)
+	if err != nil {
+		if runCtx.Err() != nil {
+			return fail(mediator.CodeTimeout, "compiling the module took longer than its executionTimeout of %v", p.Capabilities.Timeout())
+		}
+		if errors.Is(err, errRuntimeClosed) {
+			return fail(mediator.CodeInternal, "%v", err)
+		}
+		if isMemoryLimitErr(err) {
+			return fail(mediator.CodeMemoryLimit, "the module needs more memory than maxMemory (%d bytes): %v", maxMem, err)
+		}
+		return fail(mediator.CodeInvalidModule, "the module does not compile: %v", err)
+	}
+	if res, denied := ru.link(ctx, compiledImports(compiled)); denied {
+		return res
+	}
+
+	callCtx := context.WithValue(runCtx, runKey{}, ru)
 	out := &outputWriter{ru: ru}
 	mc := wazero.NewModuleConfig().
 		WithName(""). // anonymous: runs of one module may overlap
@@ -172,23 +188,44 @@ func (ru *run) execute(ctx context.Context) Result {
 	exports := compiled.ExportedFunctions()
 	_, hasStart := exports["_start"]
 	_, hasRun := exports["run"]
+	var mod api.Module
 	switch {
 	case hasStart:
-		_, err = eng.rt.InstantiateModule(callCtx, compiled, mc)
+		mod, err = eng.rt.InstantiateModule(callCtx, compiled, mc)
 	case hasRun:
 		starts := []string{}
 		if _, ok := exports["_initialize"]; ok {
 			starts = append(starts, "_initialize")
 		}
-		var mod api.Module
 		if mod, err = eng.rt.InstantiateModule(callCtx, compiled, mc.WithStartFunctions(starts...)); err == nil {
 			_, err = mod.ExportedFunction("run").Call(callCtx)
-			mod.Close(context.WithoutCancel(ctx))
 		}
 	default:
 		return fail(mediator.CodeInvalidModule, "the module exports neither _start nor run")
 	}
+	// Every instance is closed, however the run ended: one left open stays
+	// in the engine's store (about 70 KB each) until the process exits.
+	// Closing one that proc_exit or a failed start already closed is a no-op.
+	if mod != nil {
+		mod.Close(context.WithoutCancel(ctx))
+	}
 	return ru.ending(err)
+}
+
+// link checks imports against the agent's grants. A refusal is recorded in
+// the denial log, naming the import.
+func (ru *run) link(ctx context.Context, imports []moduleImport) (Result, bool) {
+	granted := map[mediator.Permission]bool{}
+	for _, g := range ru.spec.Agent.Grants {
+		granted[g.Permission] = true
+	}
+	d := checkImports(imports, func(p mediator.Permission) bool { return granted[p] })
+	if d == nil {
+		return Result{}, false
+	}
+	ru.deny(ctx, mediator.Denial{AgentID: ru.spec.Agent.Profile.AgentID, Permission: string(d.Permission), Code: mediator.CodeImportNotGranted,
+		Context: mediator.DenialContext{Reason: d.Reason, Layer: "link", Details: map[string]string{"import": d.Import}}})
+	return fail(mediator.CodeImportNotGranted, "%s", d.Reason), true
 }
 
 // ending maps how the guest stopped to a result.
@@ -197,9 +234,9 @@ func (ru *run) ending(err error) Result {
 		if errors.Is(cause, context.DeadlineExceeded) {
 			return fail(mediator.CodeTimeout, "the run passed its executionTimeout of %v", ru.spec.Agent.Profile.Capabilities.Timeout())
 		}
-		if err != nil {
-			return fail(mediator.CodeOf(cause), "%s", mediator.MessageOf(cause))
-		}
+		// A limit the run passed (output, calls) decides the result even if
+		// the guest then exited cleanly before wazero stopped it.
+		return fail(mediator.CodeOf(cause), "%s", mediator.MessageOf(cause))
 	}
 	if err == nil {
 		return Result{}
@@ -265,17 +302,19 @@ func (w *outputWriter) Write(p []byte) (int, error) {
 }
 
 func (ru *run) write(p []byte) (int, error) {
-	room := ru.rt.cfg.MaxOutputBytes - ru.out.Len()
+	room := max(ru.rt.cfg.MaxOutputBytes-ru.out.Len(), 0)
+	var err error
 	if len(p) > room {
-		ru.out.Write(p[:max(room, 0)])
+		// The run ends with too_large however the guest goes on: ending
+		// reads the cause even when the guest then exits cleanly.
+		p, err = p[:room], errOutputLimit
 		ru.cancel(errOutputLimit)
-		return max(room, 0), errOutputLimit
 	}
 	ru.out.Write(p)
 	if ru.spec.Events != nil && len(p) > 0 {
 		ru.spec.Events(Event{Kind: "output", Text: string(p)})
 	}
-	return len(p), nil
+	return len(p), err
 }
 
 // callError is the JSON a failed call leaves for result().

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
@@ -42,6 +43,18 @@ type Runtime struct {
 	mu      sync.Mutex
 	engines map[uint32]*engine // by memory limit in pages
 	closed  bool
+
+	// Compiles run on their own goroutines (see engine.compile). Close
+	// ends them at their next function through closing and waits for
+	// them, so none touches an engine after it is closed.
+	closing  context.Context
+	stop     context.CancelFunc
+	compiles sync.WaitGroup
+
+	// compileHook, when set (by tests, before the first run), is called
+	// just before a module is compiled, on the compile's goroutine: it lets
+	// a test hold one compile still and watch other runs go on.
+	compileHook func(sha string)
 }
 
 // engine is one wazero runtime with the host modules instantiated. The
@@ -49,9 +62,31 @@ type Runtime struct {
 // its own engine; they share the compilation cache.
 type engine struct {
 	rt       wazero.Runtime
-	mu       sync.Mutex
-	compiled map[string]wazero.CompiledModule // by module sha256
+	hook     func(sha string)
+	closing  context.Context
+	compiles *sync.WaitGroup
+	// mu guards the maps and closed only; nobody compiles while holding
+	// it, so a slow compile of one module never holds up runs of others.
+	mu        sync.Mutex
+	compiled  map[string]wazero.CompiledModule // by module sha256
+	compiling map[string]*compileCall          // in progress, by module sha256
+	closed    bool
 }
+
+// compileCall is one compile in progress; runs of the same module wait for
+// it instead of compiling it again.
+type compileCall struct {
+	done chan struct{}
+	m    wazero.CompiledModule
+	err  error
+	// expired: the compiling run's deadline ended it, not the module.
+	expired bool
+}
+
+// compileWorkers is how many goroutines compile one module. wazero checks
+// the context between functions only when it compiles with more than one,
+// and that check is what ends a compile at the run's deadline.
+const compileWorkers = 2
 
 // New returns a Runtime.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
@@ -62,6 +97,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		cfg.MaxOutputBytes = defaultMaxOutput
 	}
 	r := &Runtime{cfg: cfg, engines: map[uint32]*engine{}}
+	r.closing, r.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if cfg.CacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
@@ -79,6 +115,13 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
+	r.stop()
+	for _, e := range r.engines {
+		e.mu.Lock()
+		e.closed = true
+		e.mu.Unlock()
+	}
+	r.compiles.Wait()
 	var errs []error
 	for _, e := range r.engines {
 		errs = append(errs, e.rt.Close(ctx))
@@ -88,11 +131,14 @@ func (r *Runtime) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// errRuntimeClosed is the host's own failure, not the module's.
+var errRuntimeClosed = errors.New("wasmhost: runtime closed")
+
 func (r *Runtime) engine(ctx context.Context, pages uint32) (*engine, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil, errors.New("wasmhost: runtime closed")
+		return nil, errRuntimeClosed
 	}
 	if e, ok := r.engines[pages]; ok {
 		return e, nil
@@ -118,23 +164,76 @@ func (r *Runtime) engine(ctx context.Context, pages uint32) (*engine, error) {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wasmhost: %s: %w", HostModule, err)
 	}
-	e := &engine{rt: rt, compiled: map[string]wazero.CompiledModule{}}
+	e := &engine{rt: rt, hook: r.compileHook, closing: r.closing, compiles: &r.compiles, compiled: map[string]wazero.CompiledModule{}, compiling: map[string]*compileCall{}}
 	r.engines[pages] = e
 	return e, nil
 }
 
 // compile returns the compiled module for sha, compiling it (or loading it
-// from the cache) once per engine.
-func (e *engine) compile(ctx context.Context, sha string, module []byte) (wazero.CompiledModule, error) {
+// from the cache) once per engine. ctx carries the run's deadline: the
+// compile is part of the run's executionTimeout. The compile itself runs on
+// its own goroutine, so the run returns at its deadline even while wazero
+// finishes the function it is in (it stops at the next one; the body limits
+// in validate.go bound how long one function takes). Runs of the same
+// module wait for a compile in progress; if its run's deadline ended it,
+// the next waiter with time left compiles again.
+//
+// module is compiled as info.capTables makes it; the copy that can take is
+// made only when a compile is needed, not on every run.
+func (e *engine) compile(ctx context.Context, sha string, module []byte, info *moduleInfo) (wazero.CompiledModule, error) {
+	for {
+		e.mu.Lock()
+		if m, ok := e.compiled[sha]; ok {
+			e.mu.Unlock()
+			return m, nil
+		}
+		c, ok := e.compiling[sha]
+		if !ok {
+			if e.closed {
+				e.mu.Unlock()
+				return nil, errRuntimeClosed
+			}
+			c = &compileCall{done: make(chan struct{})}
+			e.compiling[sha] = c
+			e.compiles.Add(1)
+			go e.compileNow(ctx, sha, module, info, c)
+		}
+		e.mu.Unlock()
+		select {
+		case <-c.done:
+			if c.expired && ctx.Err() == nil {
+				continue
+			}
+			return c.m, c.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// compileNow compiles for the compileCall c, under the deadline of the run
+// that started it, or until the Runtime closes.
+func (e *engine) compileNow(ctx context.Context, sha string, module []byte, info *moduleInfo, c *compileCall) {
+	defer e.compiles.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(e.closing, cancel)()
+	if e.hook != nil {
+		e.hook(sha)
+	}
+	m, err := e.rt.CompileModule(experimental.WithCompilationWorkers(ctx, compileWorkers), info.capTables(module))
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if m, ok := e.compiled[sha]; ok {
-		return m, nil
+	c.m, c.err = m, err
+	if err != nil && ctx.Err() != nil {
+		c.m, c.err, c.expired = nil, ctx.Err(), true
+		if e.closing.Err() != nil {
+			c.err = errRuntimeClosed
+		}
 	}
-	m, err := e.rt.CompileModule(ctx, module)
-	if err != nil {
-		return nil, err
+	delete(e.compiling, sha)
+	if c.err == nil {
+		e.compiled[sha] = c.m
 	}
-	e.compiled[sha] = m
-	return m, nil
+	e.mu.Unlock()
+	close(c.done)
 }

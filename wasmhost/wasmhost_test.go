@@ -238,6 +238,8 @@ func TestLinkTimeDeny(t *testing.T) {
 		{"not in the API", wmodule{imports: []wimport{{module: HostModule, name: "spawn", params: nil, results: i32}}}.bytes(), probePerms, "restricted_api.spawn"},
 		{"wrong signature", wmodule{imports: []wimport{{module: HostModule, name: "log", params: nil, results: i32}}}.bytes(), probePerms, "restricted_api.log"},
 		{"imported memory", wmodule{imports: []wimport{{module: "env", name: "memory", memory: true, memMin: 1}}}.bytes(), probePerms, "env.memory"},
+		{"imported table", wmodule{imports: []wimport{{module: "env", name: "table", table: true}}}.bytes(), probePerms, "env.table"},
+		{"imported global", wmodule{imports: []wimport{{module: HostModule, name: "g", global: true}}}.bytes(), probePerms, "restricted_api.g"},
 		{"probe without clipboard.read", probeWasm, []mediator.Permission{mediator.PermConsoleLog, mediator.PermPageRead, mediator.PermPageWrite, mediator.PermClipboardWrite, mediator.PermNetworkFetch}, "restricted_api.clipboard_read"},
 	}
 	for _, c := range cases {

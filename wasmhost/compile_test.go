@@ -1,0 +1,109 @@
+package wasmhost
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// slowToCompile is a module within every limit that wazero's optimizing
+// compiler takes seconds to compile: 40 functions, each 16 KiB of nested
+// loops (its loop analysis is quadratic in the nesting).
+func slowToCompile() []byte {
+	const depth = 16 << 10 / 6
+	var body []byte
+	for range depth {
+		body = append(body, 0x03, 0x40, 0x20, 0x00, 0x1a) // loop; local.get 0; drop
+	}
+	for range depth {
+		body = append(body, 0x0b)
+	}
+	return wmodule{funcs: 40, funcLocals: 1, funcBody: body, start: []byte{0x01}}.bytes()
+}
+
+// TestCompileCountsAgainstTimeout: compiling is part of the run's
+// executionTimeout. The run ends at its deadline with timeout, not seconds
+// later with ok, even though the module compiles slowly without breaking a
+// limit.
+func TestCompileCountsAgainstTimeout(t *testing.T) {
+	rt, err := New(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	res, _ := runHostile(t, rt, slowToCompile(), mediator.Capabilities{ExecutionTimeout: 300})
+	if res.Code != mediator.CodeTimeout || !strings.Contains(res.Error, "compiling") {
+		t.Fatalf("result %q (%s) after %v; want timeout while compiling", res.Status, res.Error, res.Duration)
+	}
+	// The compile goes on until wazero finishes the function it is in; the
+	// run does not wait for that.
+	if res.Duration > 3*time.Second {
+		t.Fatalf("the run took %v for a 300 ms executionTimeout", res.Duration)
+	}
+}
+
+func shaOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestCompileDoesNotStallOtherRuns: while one module's compile is held
+// still, another agent with the same memory limit (so the same engine)
+// compiles and runs its own module, and a second run of the held module
+// ends at its own deadline instead of waiting for the first.
+func TestCompileDoesNotStallOtherRuns(t *testing.T) {
+	rt, err := New(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	held := wmodule{start: []byte{0x01}}.bytes()
+	other := wmodule{start: []byte{0x01, 0x01}}.bytes()
+	started, held1 := make(chan struct{}), make(chan struct{})
+	var once, releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(held1) }) }
+	defer release() // before rt.Close, which waits for the held compile
+	rt.compileHook = func(sha string) {
+		if sha == shaOf(held) {
+			once.Do(func() { close(started) })
+			<-held1
+		}
+	}
+	f := newFixture(t)
+	run := func(id string, module []byte, timeout int64) <-chan Result {
+		rec := f.install(t, id, probePerms, mediator.Capabilities{ExecutionTimeout: timeout})
+		spec := f.spec(rec, module, "")
+		spec.Events = nil
+		out := make(chan Result, 1)
+		go func() {
+			res, _ := rt.Run(context.Background(), spec)
+			out <- res
+		}()
+		return out
+	}
+
+	first := run("first", held, 60_000)
+	<-started
+	// A guard, not a wait: a stalled run fails here instead of hanging.
+	select {
+	case res := <-run("other", other, 60_000):
+		if res.Status != "ok" {
+			t.Fatalf("the other agent's run: %+v", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("another agent's run waited for an unrelated compile")
+	}
+	if res := <-run("second", held, 200); res.Code != mediator.CodeTimeout {
+		t.Fatalf("a second run of the held module: %q (%s); want timeout at its own deadline", res.Status, res.Error)
+	}
+	release()
+	if res := <-first; res.Status != "ok" {
+		t.Fatalf("the first run, once its compile went on: %+v", res)
+	}
+}

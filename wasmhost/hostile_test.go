@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -102,7 +103,7 @@ func TestImportsCheckedFirst(t *testing.T) {
 			if res.Code != mediator.CodeImportNotGranted || !strings.Contains(res.Error, "env.system") {
 				t.Fatalf("result %s %q; want import_not_granted naming env.system", res.Code, res.Error)
 			}
-			page, _ := f.store.ListDenials(context.Background(), mediator.DenialFilter{AgentID: "hostile"})
+			page, _ := f.st.ListDenials(context.Background(), store.DenialFilter{AgentID: "hostile"})
 			if len(page.Denials) != 1 || page.Denials[0].Context.Details["import"] != "env.system" {
 				t.Fatalf("denial log %+v", page.Denials)
 			}

@@ -19,7 +19,8 @@ import (
 const testPage = `<!doctype html><html><head><title>E2E page</title></head>
 <body><h1>quiet heading</h1><p>three more words</p></body></html>`
 
-// openTestPage serves the test page on loopback, opens it in a tab and
+// openTestPage serves the test page on loopback, opens it in a tab, clicks
+// the extension's action on it (the activeTab grant a run needs) and
 // returns the tab's context and id.
 func openTestPage(t *testing.T, ext context.Context) (context.Context, int) {
 	t.Helper()
@@ -28,8 +29,7 @@ func openTestPage(t *testing.T, ext context.Context) (context.Context, int) {
 		io.WriteString(w, testPage)
 	})
 	tab := page(t, web.URL+"/page.html")
-	id := eval[int](t, ext, fmt.Sprintf(`chrome.tabs.query({}).then(ts => ts.find(x => x.url.startsWith(%q)).id)`, web.URL))
-	return tab, id
+	return tab, grantActiveTab(t, ext, web.URL+"/page.html")
 }
 
 // runInPopup runs an agent from the popup, opened as a page for the tab,
@@ -224,22 +224,46 @@ func matches(got, want map[string]string) bool {
 	return true
 }
 
+// injectMediator injects the page mediator into the tab as a run's binding
+// does, and returns the document id and origin it reports.
+func injectMediator(t *testing.T, ext context.Context, tabID int) (documentID, origin string) {
+	t.Helper()
+	var res []struct {
+		DocumentID string `json:"documentId"`
+		Result     string `json:"result"`
+	}
+	raw := eval[string](t, ext, fmt.Sprintf(`chrome.scripting.executeScript({target: {tabId: %d}, files: ['content.js']}).then(JSON.stringify)`, tabID))
+	if err := json.Unmarshal([]byte(raw), &res); err != nil || len(res) != 1 || res[0].DocumentID == "" || res[0].Result == "" {
+		t.Fatalf("injection reported %s (%v)", raw, err)
+	}
+	return res[0].DocumentID, res[0].Result
+}
+
+// sendToPage sends a page call to the mediator in one document, as the
+// service worker does, and returns its answer.
+func sendToPage(t *testing.T, ext context.Context, tabID int, documentID string, msg map[string]any) reply {
+	t.Helper()
+	b, _ := json.Marshal(msg)
+	var r reply
+	if err := json.Unmarshal([]byte(eval[string](t, ext, fmt.Sprintf("chrome.tabs.sendMessage(%d, %s, {frameId: 0, documentId: %q}).then(JSON.stringify)", tabID, b, documentID))), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // The content script enforces domAccess itself (layer 1), whatever the
 // host decided: this sends it a write directly, as a confused or
 // compromised service worker would, and checks it refuses and logs.
 func TestContentScriptRefusesWritesTheProfileForbids(t *testing.T) {
 	ext := page(t, extURL("options.html"))
 	tab, tabID := openTestPage(t, ext)
+	documentID, origin := injectMediator(t, ext, tabID)
 	// "" and "FULL" (not the exact word) must deny like "none".
 	for i, dom := range []string{"read-only", "none", "", "FULL"} {
 		t.Run("domAccess="+dom, func(t *testing.T) {
 			agent := fmt.Sprintf("e2e-layer1-%d", i)
-			msg, _ := json.Marshal(map[string]any{"type": "agentgate-call", "call": "page.write.setElementText", "agentId": agent,
-				"domAccess": dom, "params": map[string]any{"selector": "h1", "text": "owned"}})
-			var r reply
-			if err := json.Unmarshal([]byte(eval[string](t, ext, fmt.Sprintf("chrome.tabs.sendMessage(%d, %s).then(JSON.stringify)", tabID, msg))), &r); err != nil {
-				t.Fatal(err)
-			}
+			r := sendToPage(t, ext, tabID, documentID, map[string]any{"type": "agentgate-call", "call": "page.write.setElementText", "agentId": agent,
+				"domAccess": dom, "origin": origin, "params": map[string]any{"selector": "h1", "text": "owned"}})
 			if r.Success || r.Code != "permission_not_granted" {
 				t.Fatalf("layer 1 answered %+v", r)
 			}
@@ -247,6 +271,20 @@ func TestContentScriptRefusesWritesTheProfileForbids(t *testing.T) {
 				t.Fatalf("the heading became %q", h1)
 			}
 			waitForDenial(t, ext, agent, `"layer":"extension"`)
+		})
+	}
+	// The page checks the run's origin itself too: a call for another
+	// origin is refused even when it reaches this document.
+	for _, claimed := range []string{"http://127.0.0.1:1", "", "null"} {
+		t.Run("origin="+claimed, func(t *testing.T) {
+			r := sendToPage(t, ext, tabID, documentID, map[string]any{"type": "agentgate-call", "call": "page.write.setElementText", "agentId": "e2e-layer1-origin",
+				"domAccess": "full", "origin": claimed, "params": map[string]any{"selector": "h1", "text": "owned"}})
+			if r.Success || r.Code != "page_changed" {
+				t.Fatalf("a call for %q answered %+v", claimed, r)
+			}
+			if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "quiet heading" {
+				t.Fatalf("the heading became %q", h1)
+			}
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/extensions"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -103,6 +104,10 @@ func setup(m *testing.M) (int, error) {
 		chromedp.WindowSize(1000, 1600), // screenshots show whole pages
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-component-update", true),
+		// Extensions.triggerAction (see grantActiveTab) clicks the toolbar
+		// action as a person would; Chromium offers it only to a client on
+		// the debugging pipe, which chromedp uses, with this flag.
+		chromedp.Flag("enable-unsafe-extension-debugging", true),
 		chromedp.Env("NMHOST_DATA_DIR="+dataDir),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -186,6 +191,60 @@ func page(t *testing.T, url string) context.Context {
 		}
 	})
 	return ctx
+}
+
+// grantActiveTab clicks the extension's toolbar action on the tab showing
+// url, as a person does before running an agent there: Chromium grants the
+// extension activeTab on that tab (its URL and title, and scripting into
+// the page it shows) until the tab navigates to another origin or closes.
+// Extensions.triggerAction is that click, over the debugging pipe. It
+// returns the tab's id as the extension knows it, once the grant shows:
+// the extension, which has no "tabs" permission, can read the tab's URL.
+//
+// Headless Chromium opens the action's popup as a window of its own, where
+// "the current tab" is not the page; the tests run agents from the same
+// popup page opened with ?tab=ID (runInPopup), and close these popups.
+func grantActiveTab(t *testing.T, ext context.Context, url string) int {
+	t.Helper()
+	var tabTarget target.ID
+	deadline := time.Now().Add(20 * time.Second)
+	for tabTarget == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no tab shows %s", url)
+		}
+		res, err := chromedp.CallBrowser(browser, target.GetTargets, target.GetTargetsParams{Filter: target.Filter{{Type: "tab"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range res.TargetInfos {
+			if tg.Type == "tab" && tg.URL == url {
+				tabTarget = tg.TargetID
+			}
+		}
+		if tabTarget == "" {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Cleanup(func() { closeActionPopups(t) })
+	if _, err := chromedp.CallBrowser(browser, extensions.TriggerAction, extensions.TriggerActionParams{ID: ExtensionID, TargetID: string(tabTarget)}); err != nil {
+		t.Fatalf("clicking the action on %s: %v", url, err)
+	}
+	return eval[int](t, ext, fmt.Sprintf(`new Promise(r => { const w = () => chrome.tabs.query({}).then(ts => { const tab = ts.find(x => x.url === %q); tab ? r(tab.id) : setTimeout(w, 50) }); w() })`, url))
+}
+
+// closeActionPopups closes the popups that clicking the action opened (the
+// tests' own popup pages carry ?tab=).
+func closeActionPopups(t *testing.T) {
+	targets, err := chromedp.Targets(browser)
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	for _, tg := range targets {
+		if tg.Type == "page" && tg.URL == extURL("popup.html") {
+			chromedp.CallBrowser(browser, target.CloseTarget, target.CloseTargetParams{TargetID: tg.TargetID})
+		}
+	}
 }
 
 func argsText(args []*runtime.RemoteObject) string {

@@ -1,8 +1,21 @@
-// The permission mediator's first layer (seed 000) in the page: it builds
-// the restricted page API for an agent's call and enforces the profile's
+// The permission mediator's first layer in the page: it builds the
+// restricted page API for an agent's call and enforces the profile's
 // domAccess before touching the DOM. The host has already decided the call
 // (layer 2); a refusal here is reported to the host's denial log too.
+//
+// It is not in every page: the service worker injects it into the tab a run
+// is bound to when the run starts (chrome.scripting, under activeTab), and
+// this file's value (the last expression) is the document's own origin,
+// which the run is bound to with the document's id. Every call carries that
+// origin; a document whose origin is another one refuses with page_changed.
 (() => {
+  // Injected again for every run on the same document: one listener is
+  // enough. The mark is a string because a page can put elements on window
+  // by id (named access), never a string.
+  const MARK = 'agentgate-page-mediator-1';
+  if (globalThis.agentgatePageMediator === MARK) return location.origin;
+  globalThis.agentgatePageMediator = MARK;
+
   const MAX_TEXT = 1 << 20;
 
   const describe = (el) => ({
@@ -53,6 +66,14 @@
 
   chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
     if (sender.id !== chrome.runtime.id || msg?.type !== 'agentgate-call') return false;
+    // The run was approved for one origin; prompts and remembered answers
+    // were keyed to it. The service worker already addresses this document
+    // only; this check holds even if it did not. The service worker logs
+    // the refusal (it logs page_changed for a gone document too).
+    if (typeof msg.origin !== 'string' || msg.origin !== location.origin) {
+      sendResponse({ success: false, code: 'page_changed', error: `the run is bound to ${msg.origin || 'no origin'}, this page is ${location.origin}` });
+      return false;
+    }
     const call = calls[msg.call];
     if (!call) {
       sendResponse({ success: false, code: 'unknown_permission', error: `unknown page call ${msg.call}` });
@@ -70,4 +91,5 @@
     sendResponse(call(msg.params || {}));
     return false;
   });
+  return location.origin;
 })();

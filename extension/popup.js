@@ -16,7 +16,9 @@ async function init() {
   const agents = r.success ? r.data.agents : [];
   $('agent').replaceChildren(...agents.filter((a) => a.moduleSha256).map((a) => el('option', a.profile.agentId, { value: a.profile.agentId })));
   const tab = await targetTab();
-  $('tab').textContent = tab ? `tab: ${tab.title || tab.url}` : 'no tab';
+  // The title and URL are visible only for the tab the action was clicked
+  // on (activeTab; the extension does not ask for "tabs").
+  $('tab').textContent = tab ? `tab: ${tab.title || tab.url || 'the current tab'}` : 'no tab';
 }
 
 $('run').addEventListener('click', async () => {
@@ -26,13 +28,9 @@ $('run').addEventListener('click', async () => {
   out.textContent = '';
   denials.replaceChildren();
   delete out.dataset.status;
-  let origin = '';
-  try {
-    origin = new URL(tab.url).origin;
-  } catch {
-    origin = '';
-  }
-  const r = await host('run-agent', { agentId: $('agent').value, input: $('input').value, context: { tabId: tab.id }, origin }, (ev) => {
+  // The service worker binds the run to the document this tab holds now
+  // and takes the origin from that document, not from tab.url.
+  const r = await host('run-agent', { agentId: $('agent').value, input: $('input').value, tabId: tab?.id }, (ev) => {
     if (ev.event === 'output') out.textContent += ev.data.text;
     if (ev.event === 'denial') denials.append(el('li', `${ev.data.permission}: ${ev.data.code}: ${ev.data.context?.reason || ''}`, { 'data-code': ev.data.code }));
   });

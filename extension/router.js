@@ -1,7 +1,7 @@
 // Routes messages: one type -> handler map for the extension's own pages,
 // one for content scripts, one for requests the host sends to us.
 import { native } from './native.js';
-import { browserCall } from './browser.js';
+import { browserCall, bindTab } from './browser.js';
 import { prompt, promptAnswered } from './prompts.js';
 import { installBundledAgents } from './agents.js';
 
@@ -10,6 +10,14 @@ const PAGE_REQUESTS = new Set([
   'hello', 'list-agents', 'getAgentInfo', 'install-agent', 'uninstall-agent', 'grant', 'revoke',
   'network-fetch', 'run-agent', 'list-denials', 'list-preferences', 'revoke-preference', 'list-audit',
 ]);
+
+// What a page's request becomes before it goes to the host. A run is bound
+// here, in the service worker, to the document its tab holds: the page
+// names only the tab, and any context or origin it sends is replaced, so
+// no page can point a run at a document it was not started on.
+const prepare = {
+  'run-agent': async ({ tabId, context, origin, ...params }) => ({ ...params, ...(await bindTab(tabId)) }),
+};
 
 const pageHandlers = {
   // {type: 'host', request: {type, ...}, ref?}: ref streams progress events
@@ -22,7 +30,8 @@ const pageHandlers = {
       ? (event) => chrome.runtime.sendMessage({ type: 'host-event', ref: msg.ref, event }).catch(() => {})
       : undefined;
     try {
-      return await native.request(type, params, { onEvent, timeoutMs: type === 'run-agent' ? 660000 : 120000 });
+      const sent = prepare[type] ? await prepare[type](params) : params;
+      return await native.request(type, sent, { onEvent, timeoutMs: type === 'run-agent' ? 660000 : 120000 });
     } catch (e) {
       return { success: false, code: e.code || 'internal_error', error: String(e.message || e) };
     }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
@@ -15,8 +16,47 @@ type runParams struct {
 	AgentID      string          `json:"agentId"`
 	Input        string          `json:"input"`
 	SessionLevel string          `json:"sessionLevel"`
-	Origin       string          `json:"origin"`  // the tab's origin, for remembered page-write answers
-	Context      json.RawMessage `json:"context"` // echoed in every browser-call of the run
+	Origin       string          `json:"origin"`  // the origin of the document the run is bound to
+	Context      json.RawMessage `json:"context"` // echoed in every browser-call of the run, with origin set
+}
+
+// bindContext returns the context every browser-call of a run carries: the
+// extension's object (the tab and the id of the document it bound the run
+// to) with "origin" set to the run's origin, the one prompts show and
+// remembered answers are keyed to. The page refuses a call whose origin is
+// not its own, so what the user approved and what gets touched are one
+// origin whatever the extension put in its context. Without an origin any
+// "origin" the context had is dropped: only the host sets it.
+func bindContext(raw json.RawMessage, origin string) (json.RawMessage, error) {
+	if len(raw) == 0 && origin == "" {
+		return nil, nil
+	}
+	fields := map[string]json.RawMessage{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "context must be a JSON object of at most 4 KiB", Err: err}
+		}
+	}
+	delete(fields, "origin")
+	if origin != "" {
+		fields["origin"], _ = json.Marshal(origin)
+	}
+	return json.Marshal(fields)
+}
+
+// validOrigin accepts "" (a run bound to no page) or a serialized origin,
+// scheme://host[:port] and nothing more. "null", the opaque origin, is
+// refused: remembered answers keyed to it would hold for every sandboxed
+// or data: page at once.
+func validOrigin(origin string) error {
+	if origin == "" {
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil || u.Scheme+"://"+u.Host != origin {
+		return mediator.Errorf(mediator.CodeBadRequest, "origin must be a page origin such as https://example.com, not %q", clip(origin))
+	}
+	return nil
 }
 
 // event is a progress frame: the request's id and an event name.
@@ -37,6 +77,13 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	if len(p.Context) > 0 && (p.Context[0] != '{' || len(p.Context) > 4096) {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "context must be a JSON object of at most 4 KiB")
 	}
+	if err := validOrigin(p.Origin); err != nil {
+		return nil, err
+	}
+	bound, err := bindContext(p.Context, p.Origin)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := mediator.ParseLevel(p.SessionLevel); err != nil {
 		return nil, err
 	}
@@ -47,7 +94,7 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	res, err := s.opts.Runtime.Run(ctx, wasmhost.RunSpec{
 		Agent: rec, Module: module, Input: []byte(p.Input), SessionLevel: p.SessionLevel, PageOrigin: p.Origin,
 		Authorizer: s.opts.Authorizer,
-		Browser:    &Browser{peer: &s.peer, agentID: p.AgentID, context: p.Context, timeout: DefaultBrowserTimeout},
+		Browser:    &Browser{peer: &s.peer, agentID: p.AgentID, context: bound, timeout: DefaultBrowserTimeout},
 		Fetch: func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {
 			return s.fetch.Fetch(ctx, agentfetch.Request{AgentID: p.AgentID, SessionLevel: p.SessionLevel, Request: r})
 		},

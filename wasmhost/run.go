@@ -32,7 +32,7 @@ type RunSpec struct {
 	Agent  mediator.AgentRecord // profile and grants, as the store holds them
 	Module []byte
 	Input  []byte
-	// SessionLevel is the seed 001 level of the session the run belongs to.
+	// SessionLevel is the level of the session the run belongs to.
 	SessionLevel string
 	// PageOrigin is the origin of the tab the run acts on, when there is one;
 	// remembered answers for page writes are keyed by it.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 import (
@@ -31,7 +33,6 @@ var (
 	artifacts string
 	modules   = map[string][]byte{} // example agents built for wasip1
 	browser   context.Context       // the one Chromium of this test binary
-	browserMu sync.Mutex            // tests that answer prompts take turns
 )
 
 func TestMain(m *testing.M) {
@@ -161,7 +162,7 @@ func page(t *testing.T, url string) context.Context {
 	}
 	ctx, cancel := chromedp.NewContext(browser, chromedp.WithTargetID(res.TargetID))
 	t.Cleanup(func() {
-		chromedp.CallBrowser(browser, target.CloseTarget, target.CloseTargetParams{TargetID: res.TargetID})
+		chromedp.CallBrowser(browser, target.CloseTarget, target.CloseTargetParams(res))
 		cancel()
 	})
 	var errs []string
@@ -260,15 +261,6 @@ func argsText(args []*runtime.RemoteObject) string {
 }
 
 func extURL(path string) string { return "chrome-extension://" + ExtensionID + "/" + path }
-
-func run(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	if err := chromedp.Do(c, steps...); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // eval evaluates a JavaScript expression, awaiting a promise, in ctx's tab.
 func eval[T any](t *testing.T, ctx context.Context, expr string) T {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -141,7 +142,14 @@ func TestRememberedAnswers(t *testing.T) {
 
 	t.Run("always allow", func(t *testing.T) {
 		ch := asyncHostCall(ext, "network-fetch", post)
-		answerPrompt(t, "always-allow")
+		tg := nextPrompt(t)
+		// The prompt says what "always" would cover: the method and the
+		// canonical origin, port written out.
+		shown, err := url.PathUnescape(tg.URL[strings.Index(tg.URL, "#")+1:])
+		if err != nil || !strings.Contains(shown, `"rememberAs":"POST `+web.URL+`"`) {
+			t.Fatalf("prompt details %s (%v); want rememberAs POST %s", shown, err, web.URL)
+		}
+		clickPrompt(t, tg, "always-allow")
 		if r := <-ch; !r.Success {
 			t.Fatalf("first POST: %s %s", r.Code, r.Error)
 		}

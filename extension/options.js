@@ -44,7 +44,7 @@ async function loadPrefs() {
       refresh();
     });
     const tr = el('tr');
-    tr.append(el('td', p.agentId), el('td', p.operation), el('td', p.target || ''), el('td', p.answer), el('td'));
+    tr.append(el('td', p.agentId), el('td', p.operation), el('td', p.target || `every ${p.operation}`), el('td', p.answer), el('td'));
     tr.lastChild.append(b);
     return tr;
   }));

@@ -19,6 +19,9 @@ document.getElementById('reason').textContent = details.reason ? `It ${details.r
 document.getElementById('class').textContent = details.class || '';
 document.getElementById('permission').textContent = details.permission || '';
 document.getElementById('target').textContent = parts.join('; ') || '(none)';
+// The reach of an "always" answer: the method and canonical origin for a
+// fetch, the page's origin for a write, or the operation as a whole.
+document.getElementById('remember-as').textContent = details.rememberAs || `every ${details.operation || '?'} by this agent`;
 for (const answer of ['allow-once', 'always-allow', 'deny', 'always-block']) {
   document.getElementById(answer).addEventListener('click', async () => {
     await chrome.runtime.sendMessage({ type: 'prompt-answer', promptId, answer });

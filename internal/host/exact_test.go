@@ -10,7 +10,8 @@ import (
 // TestMessagesAreReadExactly: a message must have one reading. A member
 // given twice, a case variant of a parameter, or a parameter the type does
 // not have is refused before anything acts on it; Go's encoding/json alone
-// would have matched "AgentId" to agentId or kept the last duplicate.
+// would have matched "AgentId" to agentId or kept the last duplicate. A
+// repeated id or type leaves no id to answer to; other refusals name it.
 func TestMessagesAreReadExactly(t *testing.T) {
 	cases := []struct {
 		name string
@@ -22,9 +23,9 @@ func TestMessagesAreReadExactly(t *testing.T) {
 		{"case-variant id", `{"ID":1,"type":"hello"}`, "null"},
 		{"case-variant parameter", `{"id":3,"type":"grant","agentId":"a","AgentId":"b","permission":"page.read"}`, "3"},
 		{"case-variant parameter alone", `{"id":4,"type":"revoke","AGENTID":"a","permission":"page.read"}`, "4"},
-		{"duplicate parameter", `{"id":5,"type":"grant","agentId":"a","agentId":"b","permission":"page.read"}`, "null"},
+		{"duplicate parameter", `{"id":5,"type":"grant","agentId":"a","agentId":"b","permission":"page.read"}`, "5"},
 		{"unknown parameter", `{"id":6,"type":"grant","agentId":"a","permission":"page.read","sudo":true}`, "6"},
-		{"duplicate nested member", `{"id":7,"type":"network-fetch","agentId":"a","url":"http://127.0.0.1/","options":{"method":"GET","method":"POST"}}`, "null"},
+		{"duplicate nested member", `{"id":7,"type":"network-fetch","agentId":"a","url":"http://127.0.0.1/","options":{"method":"GET","method":"POST"}}`, "7"},
 		{"case-variant nested member", `{"id":8,"type":"network-fetch","agentId":"a","url":"http://127.0.0.1/","options":{"Method":"DELETE"}}`, "8"},
 	}
 	for _, tc := range cases {

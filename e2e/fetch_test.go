@@ -138,7 +138,7 @@ func TestRevokeInTheOptionsPageStopsTheAgent(t *testing.T) {
 	eval[bool](t, opts, "("+button+".click(), true)")
 	waitFor(t, opts, `document.querySelector('#agents tr[data-agent="e2e-revoke"]') && !`+button)
 	r := hostCall(t, opts, "network-fetch", map[string]any{"agentId": "e2e-revoke", "url": web.URL})
-	if r.Code != "permission_not_granted" || web.hits.Load() != 0 {
+	if r.Code != "revoked_by_user" || web.hits.Load() != 0 {
 		t.Fatalf("fetch after revoke: %s %s; server hits %d", r.Code, r.Error, web.hits.Load())
 	}
 }

@@ -170,6 +170,10 @@ func Install(opts Options) ([]Installed, error) {
 	if err := executable(r.GOOS, r.BinaryPath); err != nil {
 		return nil, fmt.Errorf("manifest: binary[%s]: %w", r.BinaryPath, err)
 	}
+	if why := r.binaryProblem(r.BinaryPath); why != "" {
+		return nil, &TemporaryBinaryError{Path: r.BinaryPath, Why: why,
+			Install: installLine("~/.local/bin/nmhost", opts, strings.Join(opts.Browsers, ","), opts.ExtensionIDs)}
+	}
 	if len(r.ExtensionIDs) == 0 {
 		return nil, errors.New("manifest: no extension ID given; the manifest must name who may call the host")
 	}
@@ -277,6 +281,19 @@ func readManifest(path string) (*Manifest, error) {
 	return &m, nil
 }
 
+// TemporaryBinaryError is Install's refusal of a binary that will not stay
+// where the manifest would say it is.
+type TemporaryBinaryError struct {
+	Path    string
+	Why     string
+	Install string // the install command to run once built
+}
+
+func (e *TemporaryBinaryError) Error() string {
+	return fmt.Sprintf("the binary %s %s, so the browser would soon find no host; build it somewhere it stays and install from there:\n  %s\n  %s",
+		e.Path, e.Why, BuildLine, e.Install)
+}
+
 // ours reports whether m is a manifest nmhost wrote.
 func ours(m *Manifest) bool {
 	return m != nil && m.Name == HostName && strings.HasPrefix(m.Description, ownPrefix)
@@ -341,136 +358,4 @@ func Uninstall(opts Options) ([]string, error) {
 		removed = append(removed, p)
 	}
 	return removed, errors.Join(errs...)
-}
-
-// Doctor checks the manifests for the browsers in opts: present and
-// parseable, name matching the file name, type stdio, each given extension
-// ID admitted, and path an absolute, executable regular file. With "all",
-// browsers without a manifest are reported as skipped, and only a machine
-// with none at all fails. The data directory is the caller's to check,
-// with CheckWritableDir.
-func Doctor(opts Options) []Check {
-	r, err := opts.resolve()
-	if err != nil {
-		return []Check{{Name: "options", Detail: err.Error()}}
-	}
-	chrome, firefox, idErr := splitIDs(r.ExtensionIDs)
-	if idErr != nil {
-		return []Check{{Name: "extension ids", Detail: idErr.Error()}}
-	}
-	var checks []Check
-	found := 0
-	for _, b := range r.browsers {
-		d, err := r.dir(b)
-		if err != nil {
-			checks = append(checks, Check{Name: "browser[" + b + "]", Detail: err.Error()})
-			continue
-		}
-		p := filepath.Join(d, HostName+".json")
-		m, err := readManifest(p)
-		present := Check{Name: fmt.Sprintf("browser[%s] manifest", b), OK: err == nil, Detail: p}
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && !r.explicit {
-				present.OK, present.Detail = true, p+": not installed (skipped)"
-				checks = append(checks, present)
-				continue
-			}
-			present.Detail = fmt.Sprintf("%s: %v; run nmhost install", p, err)
-			checks = append(checks, present)
-			continue
-		}
-		found++
-		checks = append(checks, present)
-		checks = append(checks, doctorManifest(r, b, p, m, chrome, firefox)...)
-	}
-	if !r.explicit && found == 0 {
-		checks = append(checks, Check{Name: "manifests", Detail: "no browser has an nmhost manifest; run nmhost install"})
-	}
-	return checks
-}
-
-func doctorManifest(r resolved, b, p string, m *Manifest, chrome, firefox []string) []Check {
-	pre := fmt.Sprintf("browser[%s] ", b)
-	var out []Check
-
-	want := strings.TrimSuffix(filepath.Base(p), ".json")
-	c := Check{Name: pre + "name", OK: m.Name == want && ValidName(m.Name), Detail: fmt.Sprintf("%q", m.Name)}
-	if !c.OK {
-		c.Detail = fmt.Sprintf("name %q does not match the file name %q; the browser will not find the host", m.Name, want)
-	}
-	out = append(out, c)
-
-	c = Check{Name: pre + "type", OK: m.Type == "stdio", Detail: fmt.Sprintf("%q", m.Type)}
-	if !c.OK {
-		c.Detail = fmt.Sprintf("type %q, want \"stdio\"", m.Type)
-	}
-	out = append(out, c)
-
-	listed, field, ids := m.AllowedOrigins, "allowed_origins", AllowedOrigins(chrome)
-	if !isChromium(b) {
-		listed, field, ids = m.AllowedExtensions, "allowed_extensions", firefox
-	}
-	c = Check{Name: pre + "origin", OK: len(listed) > 0, Detail: field + ": " + strings.Join(listed, ", ")}
-	if len(listed) == 0 {
-		c.Detail = field + " is empty: no extension may call the host"
-	}
-	for _, want := range ids {
-		if !slices.Contains(listed, want) {
-			c.OK, c.Detail = false, fmt.Sprintf("%s does not list %s; run nmhost install --extension-id", field, want)
-			break
-		}
-	}
-	out = append(out, c)
-
-	c = Check{Name: pre + "path", OK: true, Detail: m.Path}
-	switch {
-	case !absFor(r.GOOS, m.Path):
-		c.OK, c.Detail = false, fmt.Sprintf("path %q is not absolute; the browser will refuse it", m.Path)
-	default:
-		if err := executable(r.GOOS, m.Path); err != nil {
-			c.OK, c.Detail = false, fmt.Sprintf("path %q cannot be run: %v", m.Path, err)
-		} else if r.BinaryPath != "" && filepath.Clean(r.BinaryPath) != filepath.Clean(m.Path) {
-			c.Detail = fmt.Sprintf("%s (not this binary, %s)", m.Path, r.BinaryPath)
-		}
-	}
-	out = append(out, c)
-
-	if r.GOOS == "windows" {
-		key, _ := RegistryKey(b)
-		c = Check{Name: pre + "registry", Detail: key}
-		v, err := readRegistry(r.System, key)
-		switch {
-		case err != nil:
-			c.Detail = fmt.Sprintf("%s: %v", key, err)
-		case !strings.EqualFold(filepath.Clean(v), filepath.Clean(p)):
-			c.Detail = fmt.Sprintf("%s points at %q, not %q", key, v, p)
-		default:
-			c.OK = true
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// CheckWritableDir checks that dir exists (or can be created) and that a
-// file can be created in it, as the host must for its store and logs.
-func CheckWritableDir(dir string) Check {
-	c := Check{Name: "data dir " + dir}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		c.Detail = err.Error()
-		return c
-	}
-	f, err := os.CreateTemp(dir, ".nmhost-doctor-*")
-	if err != nil {
-		c.Detail = fmt.Sprintf("not writable: %v", err)
-		return c
-	}
-	name := f.Name()
-	f.Close()
-	if err := os.Remove(name); err != nil {
-		c.Detail = fmt.Sprintf("cannot remove %s: %v", name, err)
-		return c
-	}
-	c.OK, c.Detail = true, "writable"
-	return c
 }

@@ -117,6 +117,14 @@ type Options struct {
 	// GOOS defaults to runtime.GOOS; tests set it to check darwin paths on
 	// linux. Installing for windows from another OS is refused.
 	GOOS string
+	// BuildCache is Go's build cache (`go env GOCACHE`), when known. A
+	// binary under it, or under any directory named go-build, is refused
+	// by Install and failed by Doctor: it does not stay there.
+	BuildCache string
+	// TempDirs are directories the system cleans up (DefaultTempDirs). A
+	// binary under one is refused by Install and failed by Doctor, unless
+	// UserDataDir is set. Empty: no such check.
+	TempDirs []string
 }
 
 // resolved is Options with defaults applied.

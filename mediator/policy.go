@@ -63,6 +63,7 @@ const DefaultPromptTimeout = 60 * time.Second
 // decisionFacts is what one decision reads from the records.
 type decisionFacts struct {
 	granted bool
+	revoked bool
 	caps    Capabilities
 	pref    Preference // ID 0: none that applies
 }
@@ -80,7 +81,7 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 	if err != nil {
 		return decisionFacts{}, err
 	}
-	f := decisionFacts{granted: raw.Granted}
+	f := decisionFacts{granted: raw.Granted, revoked: raw.Revoked}
 	if a := raw.Preference.Answer; raw.Preference.ID != 0 && (a == AnswerAlwaysAllow || a == AnswerAlwaysBlock) {
 		f.pref = raw.Preference
 	}
@@ -167,6 +168,9 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	f, err := p.facts(ctx, op.AgentID, rule, targetKey(rule, op))
 	if err != nil {
 		return denied(rule.Class, CodeOf(err), "grant:"+string(rule.Permission), MessageOf(err))
+	}
+	if !f.granted && f.revoked {
+		return denied(rule.Class, CodeRevokedByUser, "grant:"+string(rule.Permission), RevokedMessage(op.AgentID, rule.Permission))
 	}
 	if !f.granted {
 		return denied(rule.Class, CodePermissionNotGranted, "grant:"+string(rule.Permission),

@@ -1,6 +1,9 @@
 package mediator
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Grant sources.
 const (
@@ -45,6 +48,13 @@ type Preference struct {
 	CreatedAt int64  `json:"createdAt"` // ms since the epoch
 }
 
+// RevokedMessage is what a denial of a revoked permission says: who
+// revoked it and how to give it back.
+func RevokedMessage(agentID string, perm Permission) string {
+	return fmt.Sprintf("you revoked %s for agent %q; grant it again with `nmhost grant %s %s` or on the extension's options page",
+		perm, Truncate(agentID, 64), Truncate(agentID, 64), perm)
+}
+
 // DecisionFacts is what one decision needs from the records, read together
 // so that a decision sees one consistent state.
 type DecisionFacts struct {
@@ -53,6 +63,9 @@ type DecisionFacts struct {
 	ProfileJSON string
 	// Granted reports whether the agent holds a grant of the permission.
 	Granted bool
+	// Revoked reports that the user revoked the permission and has not
+	// granted it again: the denial then says so, and how to undo it.
+	Revoked bool
 	// Preference is the remembered answer for the operation and target;
 	// ID 0 when there is none.
 	Preference Preference

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,88 +25,129 @@ type Env struct {
 	Getenv func(string) string
 }
 
-const usage = `nmhost: a native-messaging host that runs browser agents under default-deny rules.
-
-Usage:
-  nmhost demo [--keep]                 show the host at work, with no browser
-  nmhost install --extension-id ID [--browser B] [--system] [--user-data-dir DIR]
-  nmhost uninstall [--extension-id ID] [--browser B] [--system] [--user-data-dir DIR]
-  nmhost doctor [--extension-id ID] [--browser B] [--system] [--user-data-dir DIR]
-  nmhost denials [--agent A] [--permission P] [--code C] [--since T] [--until T]
-                 [--limit N] [--follow] [--json]
-  nmhost run --profile PROFILE.json [--input TEXT] [--page FILE.html] [--level L]
-             [--yes-to OPERATION]... MODULE.wasm
-  nmhost prefs list [--agent A] [--json] | nmhost prefs revoke ID
-  nmhost audit verify | nmhost audit tail [-n N] [--follow] [--json]
-  nmhost serve [--port N] [--open] [--bind ADDR [--unsafe-bind]]
-                                       the denial-log viewer and session gateway
-  nmhost version
-
-Browsers launch it as: nmhost chrome-extension://ID/ (Firefox: nmhost MANIFEST.json ADDON-ID).
-Every file lives in $NMHOST_DATA_DIR, or the per-user data directory when it is unset.
-`
-
-// Main runs nmhost and returns its exit status.
+// Main runs nmhost and returns its exit status: 0 done (and for --help),
+// 1 failed, 2 a command line that cannot be run.
 func Main(env Env) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal asks for a clean stop; a second one ends the
+	// process at once, as it would without a handler.
+	context.AfterFunc(ctx, stop)
 	if host.LooksLikeLaunch(env.Args) {
 		return runHost(ctx, env)
 	}
 	if len(env.Args) == 0 {
-		fmt.Fprint(env.Stderr, usage)
+		fmt.Fprint(env.Stderr, topUsage())
 		return 2
 	}
-	cmd, rest := env.Args[0], env.Args[1:]
-	sub := env
-	sub.Args = rest
-	var err error
-	switch cmd {
-	case "demo":
-		err = runDemo(ctx, sub)
-	case "install":
-		err = runInstall(sub)
-	case "uninstall":
-		err = runUninstall(sub)
-	case "doctor":
-		var ok bool
-		ok, err = runDoctor(ctx, sub)
-		if err == nil && !ok {
-			return 1
-		}
-	case "denials":
-		err = runDenials(ctx, sub)
-	case "run":
-		err = runAgent(ctx, sub)
-		if errors.Is(err, errRunFailed) {
-			return 1
-		}
-	case "prefs":
-		err = runPrefs(ctx, sub)
-	case "audit":
-		err = runAudit(ctx, sub)
-		if err == errAuditBroken {
-			return 1
-		}
-	case "serve":
-		err = runServe(ctx, sub)
-	case "version", "--version":
-		fmt.Fprintf(env.Stdout, "nmhost %s (protocol %d)\n", Version, host.ProtocolVersion)
-	case "help", "-h", "--help":
-		fmt.Fprint(env.Stdout, usage)
-	default:
-		fmt.Fprintf(env.Stderr, "nmhost: unknown command %q\n\n%s", cmd, usage)
-		return 2
-	}
-	if err != nil {
-		if err == errUsage {
-			return 2
-		}
-		fmt.Fprintf(env.Stderr, "nmhost %s: %v\n", cmd, err)
-		return 1
-	}
-	return 0
+	return exitCode(env, commandName(env.Args), route(ctx, env))
 }
 
-// errUsage reports a usage error already printed by the flag package.
-var errUsage = errors.New("usage")
+// Errors after which the command has already said everything: exit 1.
+var (
+	errRunFailed    = errors.New("the run failed")
+	errAuditBroken  = errors.New("the audit chain is broken")
+	errDoctorFailed = errors.New("a check failed")
+)
+
+func exitCode(env Env, name string, err error) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.As(err, &ue):
+		if ue.cmd == "" {
+			fmt.Fprintf(env.Stderr, "nmhost: %s\nRun 'nmhost --help' for the commands.\n", ue.msg)
+		} else {
+			fmt.Fprintf(env.Stderr, "nmhost %s: %s\nRun 'nmhost %s --help' for usage.\n", ue.cmd, ue.msg, ue.cmd)
+		}
+		return 2
+	case errors.Is(err, errRunFailed), errors.Is(err, errAuditBroken), errors.Is(err, errDoctorFailed):
+		return 1
+	}
+	fmt.Fprintf(env.Stderr, "nmhost %s: %v\n", name, err)
+	return 1
+}
+
+// commandName is the command (and subcommand) args name, for messages.
+func commandName(args []string) string {
+	if len(args) > 1 && groups[args[0]] != "" && !isHelpArg(args[1]) {
+		return args[0] + " " + args[1]
+	}
+	return args[0]
+}
+
+// route runs the command env.Args names.
+func route(ctx context.Context, env Env) error {
+	cmd := env.Args[0]
+	sub := env
+	sub.Args = env.Args[1:]
+	switch cmd {
+	case "demo":
+		return runDemo(ctx, sub)
+	case "install":
+		return runInstall(sub)
+	case "uninstall":
+		return runUninstall(sub)
+	case "doctor":
+		return runDoctor(ctx, sub)
+	case "denials":
+		return runDenials(ctx, sub)
+	case "run":
+		return runAgent(ctx, sub)
+	case "grant":
+		return runGrant(ctx, sub, true)
+	case "revoke":
+		return runGrant(ctx, sub, false)
+	case "prefs", "audit":
+		return routeGroup(ctx, cmd, sub)
+	case "serve":
+		return runServe(ctx, sub)
+	case "version", "--version":
+		if _, err := parse(specFor("version"), flag.NewFlagSet("version", flag.ContinueOnError), sub); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "nmhost %s (protocol %d)\n", Version, host.ProtocolVersion)
+		return nil
+	case "help", "-h", "--help", "-help":
+		return runHelp(ctx, sub)
+	}
+	return usagef("", "unknown command %q", cmd)
+}
+
+// routeGroup runs a subcommand of prefs or audit.
+func routeGroup(ctx context.Context, group string, env Env) error {
+	if len(env.Args) == 0 {
+		return usagef(group, "needs a subcommand: %s", subcommands(group))
+	}
+	if isHelpArg(env.Args[0]) {
+		fmt.Fprint(env.Stdout, groupUsage(group))
+		return errHelp
+	}
+	sub := env
+	sub.Args = env.Args[1:]
+	switch group + " " + env.Args[0] {
+	case "prefs list":
+		return runPrefsList(ctx, sub)
+	case "prefs revoke":
+		return runPrefsRevoke(ctx, sub)
+	case "audit verify":
+		return runAuditVerify(ctx, sub)
+	case "audit tail":
+		return runAuditTail(ctx, sub)
+	}
+	return usagef(group, "unknown subcommand %q (%s)", env.Args[0], subcommands(group))
+}
+
+func subcommands(group string) string {
+	out := ""
+	for _, s := range specs {
+		if len(s.name) > len(group)+1 && s.name[:len(group)+1] == group+" " {
+			if out != "" {
+				out += ", "
+			}
+			out += s.name[len(group)+1:]
+		}
+	}
+	return out
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/nmclient"
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/manifest"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -32,15 +33,21 @@ var emptyModule = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 type demo struct {
 	out      io.Writer
 	failures int
+	// skipped holds the steps not shown, and why; the closing lines say
+	// what was shown and what was not.
+	skipped map[int]string
 }
+
+// demoSteps is how many numbered steps the demo has.
+const demoSteps = 8
 
 func runDemo(ctx context.Context, env Env) error {
 	var keep bool
 	var dir string
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.BoolVar(&keep, "keep", false, "keep the demo's data dir after it ends")
-	fs.StringVar(&dir, "data-dir", "", "use this data dir (default: a new temporary one)")
-	if err := parseFlags(fs, env); err != nil {
+	fs.BoolVar(&keep, "keep", false, "keep the demo's data dir after it ends (it prints where)")
+	fs.StringVar(&dir, "data-dir", "", "use the data dir `DIR` (default: a new temporary one)")
+	if _, err := parse(specFor("demo"), fs, env); err != nil {
 		return err
 	}
 	if dir == "" {
@@ -53,7 +60,7 @@ func runDemo(ctx context.Context, env Env) error {
 			defer os.RemoveAll(dir)
 		}
 	}
-	d := &demo{out: env.Stdout}
+	d := &demo{out: env.Stdout, skipped: map[int]string{}}
 
 	// Two loopback servers: the agent's allowed host, and a canary that
 	// counts every request. The demo fails if the canary sees anything.
@@ -157,7 +164,7 @@ func runDemo(ctx context.Context, env Env) error {
 		return err
 	}
 	d.say("   revoke network.fetch")
-	d.fetch(ctx, p.Client, "demo-reader", webURL+"/news", "permission_not_granted", "after revoke")
+	d.fetch(ctx, p.Client, "demo-reader", webURL+"/news", "revoked_by_user", "after revoke")
 	if err := d.call(ctx, p.Client, "grant", map[string]any{"agentId": "demo-reader", "permission": "network.fetch"}, nil); err != nil {
 		return err
 	}
@@ -213,7 +220,22 @@ func runDemo(ctx context.Context, env Env) error {
 	if d.failures > 0 {
 		return fmt.Errorf("%d step(s) did not turn out as expected", d.failures)
 	}
-	d.say("every step turned out as expected. Next: nmhost install --extension-id <your extension id>")
+	if len(d.skipped) == 0 {
+		d.say("every step turned out as expected.")
+	} else {
+		var shown, skipped []string
+		for i := 1; i <= demoSteps; i++ {
+			if why, ok := d.skipped[i]; ok {
+				skipped = append(skipped, fmt.Sprintf("step %d (%s)", i, why))
+			} else {
+				shown = append(shown, fmt.Sprint(i))
+			}
+		}
+		d.say("steps %s turned out as expected; skipped %s.", strings.Join(shown, ", "), strings.Join(skipped, "; "))
+	}
+	d.say("Next: build the host where it stays, then install it for your extension:")
+	d.say("  %s", manifest.BuildLine)
+	d.say("  ~/.local/bin/nmhost install --extension-id <your extension id>")
 	if keep {
 		d.say("browse this demo's denial log live: %s=%s nmhost serve --open", datadir.EnvVar, dir)
 	}
@@ -262,11 +284,16 @@ func (d *demo) agentSteps(ctx context.Context, c *nmclient.Client, dir, webURL, 
 	d.say("6. a WebAssembly agent (examples/agents/fetcher), linked only against what it was granted:")
 	src := filepath.Join("examples", "agents", "fetcher")
 	if _, err := os.Stat(src); err != nil {
-		d.say("   (not shown: run the demo from the repository root, where %s is)", src)
+		d.skip(6, "not run from the repository root, where %s is", filepath.ToSlash(src))
+		return nil
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		d.skip(6, "building %s to WebAssembly needs Go, and go is not on PATH", filepath.ToSlash(src))
 		return nil
 	}
 	wasm := filepath.Join(dir, "fetcher.wasm")
-	build := exec.CommandContext(ctx, "go", "build", "-o", wasm, "./"+filepath.ToSlash(src))
+	build := exec.CommandContext(ctx, goBin, "build", "-o", wasm, "./"+filepath.ToSlash(src))
 	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("building %s: %v\n%s", src, err, out)
@@ -316,6 +343,14 @@ func (d *demo) agentSteps(ctx context.Context, c *nmclient.Client, dir, webURL, 
 }
 
 func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n", args...) }
+
+// skip records that a step was not shown, says so where it would have
+// been, and lets the demo go on.
+func (d *demo) skip(step int, format string, args ...any) {
+	why := fmt.Sprintf(format, args...)
+	d.skipped[step] = why
+	d.say("   skipped: %s", why)
+}
 
 func (d *demo) call(ctx context.Context, c *nmclient.Client, typ string, params, out any) error {
 	r, err := c.Call(ctx, typ, params)

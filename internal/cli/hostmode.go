@@ -47,6 +47,11 @@ func runHost(ctx context.Context, env Env) int {
 	if err == nil {
 		err = datadir.Ensure(dir)
 	}
+	if err == nil {
+		// A store others can write says whatever they want it to say:
+		// refuse to start on it (the browser shows stderr in its log).
+		err = datadir.CheckPrivate(dir)
+	}
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "nmhost: %v\n", err)
 		return 1
@@ -83,13 +88,20 @@ func runHost(ctx context.Context, env Env) int {
 		return 1
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
-	log.Info("host started", "origin", caller.Origin, "allowed", allowed, "pid", os.Getpid(), "version", Version)
-	err = host.Serve(ctx, env.Stdin, out, host.Options{
+	// The logger names the pid on every line, this one included.
+	log.Info("host started", "origin", caller.Origin, "allowed", allowed, "version", Version)
+	in, restore := untilDone(ctx, env.Stdin)
+	defer restore()
+	err = host.Serve(ctx, in, out, host.Options{
 		Store: st, Fetcher: fetcher, Runtime: rt, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version,
 	})
 	if err != nil {
 		log.Error("host stopped", "err", err)
 		return 1
+	}
+	if ctx.Err() != nil {
+		log.Info("host exiting: stopped by a signal; requests in flight were cancelled and answered")
+		return 0
 	}
 	log.Info("host exiting: input closed")
 	return 0

@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentgate/nmhost/internal/datadir"
-	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/manifest"
 )
 
@@ -32,14 +34,37 @@ func (m *multiFlag) Set(v string) error {
 	return nil
 }
 
-func (mf *manifestFlags) register(fs *flag.FlagSet) {
-	fs.Var(&mf.ids, "extension-id", "extension id (Chrome: 32 letters a-p; Firefox: add-on id); repeatable")
-	fs.Var(&mf.browsers, "browser", "chrome, chromium, brave, edge, vivaldi, firefox or all (default chrome); repeatable")
-	fs.BoolVar(&mf.system, "system", false, "install for every user of the machine (needs root)")
-	fs.StringVar(&mf.userDataDir, "user-data-dir", "", "install into this Chromium --user-data-dir instead of the browser's default profile")
+// register adds the flags install, uninstall and doctor share, each
+// described for what that command does with it.
+func (mf *manifestFlags) register(fs *flag.FlagSet, cmd string) {
+	ids := map[string]string{
+		"install":   "the `ID` of the extension to admit: a Chrome id (32 letters a-p) or a Firefox add-on id; repeatable",
+		"uninstall": "no longer admit the extension with this `ID` in the data dir's config; repeatable",
+		"doctor":    "check that the extension with this `ID` is admitted; repeatable",
+	}[cmd]
+	verb := map[string]string{"install": "write", "uninstall": "remove", "doctor": "check"}[cmd]
+	fs.Var(&mf.ids, "extension-id", ids)
+	fs.Var(&mf.browsers, "browser", "the browser `B`: chrome, chromium, brave, edge, vivaldi, firefox or all (default chrome); repeatable")
+	fs.BoolVar(&mf.system, "system", false, verb+" the manifests for every user of the machine (needs root)")
+	fs.StringVar(&mf.userDataDir, "user-data-dir", "", verb+" the manifest in this Chromium --user-data-dir profile `DIR` instead of the browser's default one")
 }
 
-func (mf *manifestFlags) options() (manifest.Options, error) {
+// checkIDs refuses an origin where an id belongs: the manifest module
+// would refuse it too, but only the command line knows the flag to name.
+func (mf *manifestFlags) checkIDs(cmd string) error {
+	for _, id := range mf.ids {
+		if rest, ok := strings.CutPrefix(id, "chrome-extension://"); ok {
+			bare := strings.TrimSuffix(rest, "/")
+			if !manifest.ValidChromeID(bare) {
+				bare = "ID"
+			}
+			return usagef(cmd, "--extension-id wants the extension's 32-letter id, not its origin: --extension-id %s", bare)
+		}
+	}
+	return nil
+}
+
+func (mf *manifestFlags) options(env Env) (manifest.Options, error) {
 	bin, err := os.Executable()
 	if err != nil {
 		return manifest.Options{}, err
@@ -50,33 +75,47 @@ func (mf *manifestFlags) options() (manifest.Options, error) {
 	return manifest.Options{
 		ExtensionIDs: mf.ids, Browsers: mf.browsers, System: mf.system,
 		UserDataDir: mf.userDataDir, BinaryPath: bin,
+		BuildCache: goBuildCache(env), TempDirs: manifest.DefaultTempDirs(),
 	}, nil
 }
 
-func parseFlags(fs *flag.FlagSet, env Env) error {
-	fs.SetOutput(env.Stderr)
-	if err := fs.Parse(env.Args); err != nil {
-		return errUsage
+// goBuildCache is Go's build cache, where `go run` leaves the binary it
+// runs: $GOCACHE, or what `go env GOCACHE` says when Go is installed, or
+// "" (a path element named go-build is recognised without it).
+func goBuildCache(env Env) string {
+	if d := env.Getenv("GOCACHE"); d != "" && d != "off" {
+		return d
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(env.Stderr, "unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return ""
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goBin, "env", "GOCACHE").Output()
+	if err != nil {
+		return ""
+	}
+	if d := strings.TrimSpace(string(out)); d != "off" {
+		return d
+	}
+	return ""
 }
 
 func runInstall(env Env) error {
 	var mf manifestFlags
 	fs := flag.NewFlagSet("install", flag.ContinueOnError)
-	mf.register(fs)
-	if err := parseFlags(fs, env); err != nil {
+	mf.register(fs, "install")
+	if _, err := parse(specFor("install"), fs, env); err != nil {
 		return err
 	}
 	if len(mf.ids) == 0 {
-		fmt.Fprintln(env.Stderr, "install needs --extension-id")
-		return errUsage
+		return usagef("install", "needs --extension-id ID (your extension's id: 32 letters a-p, shown on chrome://extensions)")
 	}
-	opts, err := mf.options()
+	if err := mf.checkIDs("install"); err != nil {
+		return err
+	}
+	opts, err := mf.options(env)
 	if err != nil {
 		return err
 	}
@@ -122,11 +161,14 @@ func originsFor(opts manifest.Options) []string {
 func runUninstall(env Env) error {
 	var mf manifestFlags
 	fs := flag.NewFlagSet("uninstall", flag.ContinueOnError)
-	mf.register(fs)
-	if err := parseFlags(fs, env); err != nil {
+	mf.register(fs, "uninstall")
+	if _, err := parse(specFor("uninstall"), fs, env); err != nil {
 		return err
 	}
-	opts, err := mf.options()
+	if err := mf.checkIDs("uninstall"); err != nil {
+		return err
+	}
+	opts, err := mf.options(env)
 	if err != nil {
 		return err
 	}
@@ -137,79 +179,53 @@ func runUninstall(env Env) error {
 	if err != nil {
 		return err
 	}
-	if len(mf.ids) > 0 {
-		dir, err := datadir.Resolve(env.Getenv)
-		if err != nil {
-			return err
-		}
-		cfg, err := datadir.LoadConfig(dir)
-		if err != nil {
-			return err
-		}
-		cfg.RemoveOrigins(originsFor(opts)...)
-		if err := datadir.SaveConfig(dir, cfg); err != nil {
-			return err
+	if len(removed) == 0 {
+		fmt.Fprintf(env.Stdout, "nothing to remove: no manifest nmhost wrote at %s\n", strings.Join(manifestPaths(opts), ", "))
+	}
+	if len(mf.ids) == 0 {
+		return nil
+	}
+	dir, err := datadir.Resolve(env.Getenv)
+	if err != nil {
+		return err
+	}
+	cfg, err := datadir.LoadConfig(dir)
+	if err != nil {
+		return err
+	}
+	origins := originsFor(opts)
+	var gone []string
+	for _, o := range origins {
+		if slices.Contains(cfg.AllowedOrigins, o) {
+			gone = append(gone, o)
 		}
 	}
+	if len(gone) == 0 {
+		fmt.Fprintf(env.Stdout, "data dir %s did not admit %s: nothing to change\n", dir, strings.Join(origins, ", "))
+		return nil
+	}
+	cfg.RemoveOrigins(origins...)
+	if err := datadir.SaveConfig(dir, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "data dir %s no longer admits %s\n", dir, strings.Join(gone, ", "))
 	return nil
 }
 
-func runDoctor(ctx context.Context, env Env) (bool, error) {
-	var mf manifestFlags
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	mf.register(fs)
-	if err := parseFlags(fs, env); err != nil {
-		return false, err
+// manifestPaths lists where the browsers in opts look for the manifest.
+func manifestPaths(opts manifest.Options) []string {
+	browsers := opts.Browsers
+	if len(browsers) == 0 {
+		browsers = []string{manifest.Chrome}
 	}
-	opts, err := mf.options()
-	if err != nil {
-		return false, err
+	if slices.Contains(browsers, manifest.All) {
+		browsers = manifest.Browsers
 	}
-	checks := manifest.Doctor(opts)
-	dir, err := datadir.Resolve(env.Getenv)
-	if err != nil {
-		return false, err
-	}
-	checks = append(checks, manifest.CheckWritableDir(dir))
-	cfg, cfgErr := datadir.LoadConfig(dir)
-	c := manifest.Check{Name: "config " + filepath.Join(dir, datadir.ConfigFile), OK: cfgErr == nil}
-	if cfgErr != nil {
-		c.Detail = cfgErr.Error()
-	} else {
-		c.Detail = fmt.Sprintf("admits %d origin(s): %s", len(cfg.AllowedOrigins), strings.Join(cfg.AllowedOrigins, ", "))
-		for _, o := range originsFor(opts) {
-			if !contains(cfg.AllowedOrigins, o) {
-				c.OK, c.Detail = false, fmt.Sprintf("origin %s is not admitted; run nmhost install --extension-id", o)
-			}
+	var out []string
+	for _, b := range browsers {
+		if p, err := manifest.ManifestPath(opts, b); err == nil && !slices.Contains(out, p) {
+			out = append(out, p)
 		}
 	}
-	checks = append(checks, c)
-	st := manifest.Check{Name: "store " + filepath.Join(dir, "nmhost.db"), OK: true, Detail: "opens"}
-	if s, err := store.Open(dir, store.Options{}); err != nil {
-		st.OK, st.Detail = false, err.Error()
-	} else {
-		if _, err := s.ListAgents(ctx); err != nil {
-			st.OK, st.Detail = false, err.Error()
-		}
-		s.Close()
-	}
-	checks = append(checks, st)
-	ok := true
-	for _, c := range checks {
-		mark := "ok  "
-		if !c.OK {
-			mark, ok = "FAIL", false
-		}
-		fmt.Fprintf(env.Stdout, "%s %s: %s\n", mark, c.Name, c.Detail)
-	}
-	return ok, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return out
 }

@@ -2,23 +2,22 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/host"
 	"github.com/agentgate/nmhost/internal/pagefile"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 )
-
-// errRunFailed makes `nmhost run` exit 1 after printing how the run ended.
-var errRunFailed = errors.New("the run failed")
 
 // runAgent: nmhost run --profile P.json [--input TEXT] [--page FILE.html]
 // [--level L] [--yes-to OP]... MODULE.wasm. The agent is installed in the
@@ -28,28 +27,24 @@ func runAgent(ctx context.Context, env Env) error {
 	var profilePath, input, page, level string
 	var yesTo multiFlag
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.StringVar(&profilePath, "profile", "", "the agent's profile (JSON, required)")
-	fs.StringVar(&input, "input", "", "the run's input")
-	fs.StringVar(&page, "page", "", "answer page.read and page.write from this HTML file")
-	fs.StringVar(&level, "level", "", "session permission level: low, medium (default) or high")
-	fs.Var(&yesTo, "yes-to", "answer prompts for this operation with allow-once (repeatable), e.g. clipboard.write")
-	fs.SetOutput(env.Stderr)
-	if err := fs.Parse(env.Args); err != nil {
-		return errUsage
-	}
-	if profilePath == "" || fs.NArg() != 1 {
-		fmt.Fprintln(env.Stderr, "usage: nmhost run --profile PROFILE.json [--input TEXT] [--page FILE.html] [--level L] [--yes-to OP]... MODULE.wasm")
-		return errUsage
-	}
-	rawProfile, err := os.ReadFile(profilePath)
+	fs.StringVar(&profilePath, "profile", "", "the agent's profile, a JSON file `P.json` (required), e.g. examples/agents/fetcher/profile.json")
+	fs.StringVar(&input, "input", "", "the `TEXT` the agent gets as its input")
+	fs.StringVar(&page, "page", "", "answer page.read and page.write from the HTML file `FILE.html`")
+	fs.StringVar(&level, "level", "", "the session's permission level `L`: low, medium (default) or high")
+	fs.Var(&yesTo, "yes-to", "answer prompts for this operation `OP` with allow-once (repeatable), e.g. clipboard.write")
+	args, err := parse(specFor("run"), fs, env)
 	if err != nil {
 		return err
 	}
-	prof, err := mediator.ParseProfile(rawProfile)
-	if err != nil {
-		return fmt.Errorf("%s: %w", profilePath, err)
+	if profilePath == "" {
+		return usagef("run", "--profile is required: the agent's profile, a JSON file such as examples/agents/fetcher/profile.json")
 	}
-	module, err := os.ReadFile(fs.Arg(0))
+	modulePath := args[0]
+	prof, err := readProfile(profilePath)
+	if err != nil {
+		return err
+	}
+	module, err := readModule(modulePath)
 	if err != nil {
 		return err
 	}
@@ -80,7 +75,11 @@ func runAgent(ctx context.Context, env Env) error {
 		return err
 	}
 	defer st.Close()
-	rec, err := host.InstallAgent(ctx, st, prof, module)
+	rec, err := install(ctx, env, st, prof, module, modulePath)
+	if err != nil {
+		return err
+	}
+	revoked, err := st.Revocations(ctx, prof.AgentID)
 	if err != nil {
 		return err
 	}
@@ -97,6 +96,7 @@ func runAgent(ctx context.Context, env Env) error {
 		if d.Context.Layer == "" {
 			d.Context.Layer = "cli"
 		}
+		asRevoked(&d, revoked)
 		_, _ = st.LogDenial(context.WithoutCancel(ctx), d)
 	}
 	fetch, err := agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: policy, LogDenial: logDenial})
@@ -116,27 +116,76 @@ func runAgent(ctx context.Context, env Env) error {
 			return fetch.Fetch(ctx, agentfetch.Request{AgentID: prof.AgentID, SessionLevel: level, Request: r})
 		},
 		Events: func(e wasmhost.Event) {
-			switch e.Kind {
-			case "output":
+			switch {
+			case e.Kind == "output":
 				fmt.Fprint(env.Stdout, e.Text)
-			case "denial":
-				target := e.Denial.Context.URL
-				if target == "" {
-					target = e.Denial.Context.Details["operation"]
-				}
-				fmt.Fprintf(env.Stderr, "nmhost: denied %s (%s): %s: %s\n", e.Denial.Permission, target, e.Denial.Code, e.Denial.Context.Reason)
+			case e.Kind == "denial" && e.Denial.Context.Layer != "link":
+				// A link-time refusal ends the run; the closing line says it once.
+				target := denialTarget(*e.Denial)
+				fmt.Fprintf(env.Stderr, "nmhost: denied %s (%s): %s: %s\n", e.Denial.Permission, orDash(target), e.Denial.Code, e.Denial.Context.Reason)
 			}
 		},
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "nmhost: %s ran %s in %d ms: %s, %d calls, %d denials\n", prof.AgentID, shortHash(rec.ModuleSHA256), res.Millis, res.Status, res.Calls, len(res.Denials))
-	if res.Code != "" {
-		fmt.Fprintf(env.Stderr, "nmhost: %s: %s\n", res.Code, res.Error)
-		return errRunFailed
+	status, msg := res.Status, res.Error
+	for _, d := range res.Denials {
+		if d.Context.Layer != "link" {
+			continue
+		}
+		if asRevoked(&d, revoked) {
+			status, msg = string(d.Code), d.Context.Reason
+		} else if fix := linkFix(prof, profilePath, mediator.Permission(d.Permission)); fix != "" {
+			msg += "; " + fix
+		}
 	}
-	return nil
+	fmt.Fprintf(env.Stderr, "nmhost: %s ran %s in %d ms: %s, %s, %s\n", prof.AgentID, shortHash(rec.ModuleSHA256), res.Millis, status,
+		plural(res.Calls, "call"), plural(len(res.Denials), "denial"))
+	if page == "" && (holds(rec, mediator.PermPageRead) || holds(rec, mediator.PermPageWrite)) {
+		fmt.Fprintf(env.Stderr, "nmhost: no --page was given, so the agent's page calls were answered no_browser; --page FILE.html answers them from an HTML file\n")
+	}
+	if res.Code == "" {
+		return nil
+	}
+	fmt.Fprintf(env.Stderr, "nmhost: %s: %s\n", status, msg)
+	return errRunFailed
+}
+
+// install installs the agent as the run's first step and says on stderr
+// what the user should know: a revocation kept, or, when the profile or
+// module changed, what was granted again although they had revoked it.
+func install(ctx context.Context, env Env, st *store.Store, prof mediator.Profile, module []byte, modulePath string) (mediator.AgentRecord, error) {
+	before, err := st.Revocations(ctx, prof.AgentID)
+	if err != nil {
+		return mediator.AgentRecord{}, err
+	}
+	rec, err := host.InstallAgent(ctx, st, prof, module)
+	if err != nil {
+		return mediator.AgentRecord{}, err
+	}
+	var regranted, kept []string
+	for _, p := range before {
+		if holds(rec, p) {
+			regranted = append(regranted, string(p))
+		} else if prof.Requires(p) {
+			kept = append(kept, string(p))
+		}
+	}
+	id := prof.AgentID
+	if len(regranted) > 0 {
+		fmt.Fprintf(env.Stderr, "nmhost: %s: its profile or module (%s) changed, so installing it granted again what you had revoked: %s (take it back: nmhost revoke %s PERMISSION)\n",
+			id, modulePath, strings.Join(regranted, ", "), id)
+	}
+	if len(kept) > 0 {
+		fmt.Fprintf(env.Stderr, "nmhost: %s: you revoked %s; it stays revoked (give it back: nmhost grant %s %s)\n",
+			id, strings.Join(kept, ", "), id, kept[0])
+	}
+	return rec, nil
+}
+
+func holds(rec mediator.AgentRecord, p mediator.Permission) bool {
+	return slices.ContainsFunc(rec.Grants, func(g mediator.Grant) bool { return g.Permission == p })
 }
 
 func shortHash(sha string) string {

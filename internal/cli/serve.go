@@ -31,19 +31,19 @@ func runServe(ctx context.Context, env Env) error {
 		open       bool
 	)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.IntVar(&port, "port", 0, "TCP port; 0 picks a free one")
-	fs.StringVar(&bind, "bind", "127.0.0.1", "address to listen on; anything but loopback needs --unsafe-bind")
+	fs.IntVar(&port, "port", 0, "TCP port `N`; 0 (the default) picks a free one")
+	fs.StringVar(&bind, "bind", "127.0.0.1", "the IP address `ADDR` to listen on; anything but loopback needs --unsafe-bind")
 	fs.BoolVar(&unsafeBind, "unsafe-bind", false, "allow --bind to a non-loopback address: anyone who can reach it and learns the token can read the log and run agents")
 	fs.BoolVar(&open, "open", false, "open the viewer in the default browser")
-	if err := parseFlags(fs, env); err != nil {
+	if _, err := parse(specFor("serve"), fs, env); err != nil {
 		return err
 	}
 	if port < 0 || port > 65535 {
-		return fmt.Errorf("--port %d is not a TCP port", port)
+		return usagef("serve", "--port %d is not a TCP port (0-65535)", port)
 	}
 	addr, err := netip.ParseAddr(bind)
 	if err != nil {
-		return fmt.Errorf("--bind %q is not an IP address (a name could resolve anywhere)", bind)
+		return usagef("serve", "--bind %q is not an IP address (a name could resolve anywhere)", bind)
 	}
 	addr = addr.Unmap()
 	unsafeHost := ""
@@ -59,6 +59,9 @@ func runServe(ctx context.Context, env Env) error {
 		return err
 	}
 	if err := datadir.Ensure(dir); err != nil {
+		return err
+	}
+	if err := datadir.CheckPrivate(dir); err != nil {
 		return err
 	}
 	log, closeLog := openLog(dir, env.Stderr)

@@ -304,7 +304,7 @@ func TestRevokeTakesEffectOnTheNextCall(t *testing.T) {
 	}
 	h.mustOK("revoke", map[string]any{"agentId": "a1", "permission": "network.fetch"}, nil)
 	before := web.hits.Load()
-	h.wantCode(h.call("network-fetch", map[string]any{"agentId": "a1", "url": web.URL}), mediator.CodePermissionNotGranted)
+	h.wantCode(h.call("network-fetch", map[string]any{"agentId": "a1", "url": web.URL}), mediator.CodeRevokedByUser)
 	if web.hits.Load() != before {
 		t.Fatal("a revoked agent reached the server")
 	}

@@ -26,46 +26,41 @@ var (
 
 // LooksLikeLaunch reports whether args (without the program name) are a
 // browser launching the host rather than a person typing a subcommand.
+// Only the first argument decides: Chrome passes the caller's origin first
+// (and on Windows a --parent-window=N after it); Firefox passes exactly the
+// manifest's path and the add-on id. An origin anywhere else, such as
+// `nmhost install --extension-id chrome-extension://ID/`, is a person's
+// typo, and must not turn a command into a host waiting on stdin.
 func LooksLikeLaunch(args []string) bool {
-	for _, a := range args {
-		if strings.HasPrefix(a, "chrome-extension://") {
-			return true
-		}
+	if len(args) == 0 {
+		return false
 	}
-	pos := positional(args)
-	return len(pos) == 2 && strings.EqualFold(filepath.Ext(pos[0]), ".json")
+	if strings.HasPrefix(args[0], "chrome-extension://") {
+		return true
+	}
+	return firefoxLaunch(args)
 }
 
-// ParseLaunch reads the caller from the browser's arguments. Chrome passes
-// the origin first and may add flags such as --parent-window=N (Windows);
-// Firefox passes the manifest's path and the add-on id.
+func firefoxLaunch(args []string) bool {
+	return len(args) == 2 && !strings.HasPrefix(args[0], "-") && strings.EqualFold(filepath.Ext(args[0]), ".json")
+}
+
+// ParseLaunch reads the caller from the browser's arguments, in the shapes
+// LooksLikeLaunch accepts.
 func ParseLaunch(args []string) (Caller, error) {
-	for _, a := range args {
-		if strings.HasPrefix(a, "chrome-extension://") {
-			if !chromeOrigin.MatchString(a) {
-				return Caller{}, fmt.Errorf("launch: origin %q is not a chrome-extension origin of 32 letters a-p", clip(a))
-			}
-			return Caller{Origin: a, Browser: "chromium"}, nil
+	switch {
+	case len(args) > 0 && strings.HasPrefix(args[0], "chrome-extension://"):
+		if !chromeOrigin.MatchString(args[0]) {
+			return Caller{}, fmt.Errorf("launch: origin %q is not a chrome-extension origin of 32 letters a-p", clip(args[0]))
 		}
-	}
-	pos := positional(args)
-	if len(pos) == 2 && strings.EqualFold(filepath.Ext(pos[0]), ".json") {
-		if !firefoxAddonID.MatchString(pos[1]) {
-			return Caller{}, fmt.Errorf("launch: add-on id %q is not a Firefox add-on id", clip(pos[1]))
+		return Caller{Origin: args[0], Browser: "chromium"}, nil
+	case firefoxLaunch(args):
+		if !firefoxAddonID.MatchString(args[1]) {
+			return Caller{}, fmt.Errorf("launch: add-on id %q is not a Firefox add-on id", clip(args[1]))
 		}
-		return Caller{Origin: pos[1], Browser: "firefox"}, nil
+		return Caller{Origin: args[1], Browser: "firefox"}, nil
 	}
-	return Caller{}, fmt.Errorf("launch: no caller origin among %d arguments", len(args))
-}
-
-func positional(args []string) []string {
-	var out []string
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			out = append(out, a)
-		}
-	}
-	return out
+	return Caller{}, fmt.Errorf("launch: no caller origin first among %d arguments", len(args))
 }
 
 // clip bounds a launch argument quoted in an error.

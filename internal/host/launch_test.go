@@ -14,7 +14,6 @@ func TestParseLaunch(t *testing.T) {
 	}{
 		{"chrome origin", []string{"chrome-extension://" + id + "/"}, true, "chrome-extension://" + id + "/", "chromium", false},
 		{"chrome on windows adds parent window", []string{"chrome-extension://" + id + "/", "--parent-window=6620"}, true, "chrome-extension://" + id + "/", "chromium", false},
-		{"flag before origin", []string{"--parent-window=0", "chrome-extension://" + id + "/"}, true, "chrome-extension://" + id + "/", "chromium", false},
 		{"firefox manifest and add-on id", []string{"/home/u/.mozilla/native-messaging-hosts/com.agentgate.nmhost.json", "agents@example.org"}, true, "agents@example.org", "firefox", false},
 		{"firefox GUID add-on id", []string{"C:\\x\\com.agentgate.nmhost.json", "{01234567-89ab-cdef-0123-456789abcdef}"}, true, "{01234567-89ab-cdef-0123-456789abcdef}", "firefox", false},
 		// Hostile or malformed callers: recognised as launches, refused as origins.
@@ -25,6 +24,12 @@ func TestParseLaunch(t *testing.T) {
 		{"firefox id with spaces", []string{"m.json", "a b@c"}, true, "", "", true},
 		// Not launches: a person typing a subcommand.
 		{"subcommand", []string{"denials", "--json"}, false, "", "", true},
+		// Only the first argument makes a launch, so a typo never turns a
+		// command into a host waiting on stdin.
+		{"origin given to a flag", []string{"install", "--extension-id", "chrome-extension://" + id + "/"}, false, "", "", true},
+		{"flag before origin", []string{"--parent-window=0", "chrome-extension://" + id + "/"}, false, "", "", true},
+		{"json file of a command", []string{"run", "--profile", "p.json", "m.wasm"}, false, "", "", true},
+		{"flag then json", []string{"--x", "m.json", "a@b"}, false, "", "", true},
 		{"nothing", nil, false, "", "", true},
 	}
 	for _, tc := range cases {

@@ -17,16 +17,21 @@ import (
 // the module already recorded, unless the profile pins another); when the
 // profile pins a hash too, the two must agree (hash_mismatch).
 //
-// Grants, following seed 000, come from installation: every permission in
-// permissions.required is granted with source "install". On re-install:
+// Grants come from installation: every permission in permissions.required
+// is granted with source "install". On re-install:
 //   - an "install" grant whose permission is no longer required is removed
 //     (the agent stopped asking for it, so installation no longer grants it);
 //   - a "user" grant stays while the permission is still required or
 //     optional, and is removed otherwise (a user cannot have granted what the
 //     agent no longer asks for); it keeps its source and time, so it survives
 //     the permission moving from required back to optional;
-//   - a required permission is granted again even if the user had revoked
-//     it: re-installing is itself the user's consent to the new profile.
+//   - a permission the user revoked stays revoked when the profile and the
+//     module are the ones already installed: installing the same agent again
+//     (as `nmhost run` does on every run) is not a new consent;
+//   - when the profile or the module changed, the user's revocations are
+//     forgotten and every required permission is granted again: installing
+//     a different agent is consent to what it now asks for. Revocations
+//     lists them beforehand, so a caller can say what was granted again.
 func (s *Store) InstallAgent(ctx context.Context, p mediator.Profile, moduleSHA256 string) (mediator.AgentRecord, error) {
 	if err := p.Normalize(); err != nil {
 		return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", mediator.Truncate(p.AgentID, 64), err)
@@ -49,6 +54,10 @@ func (s *Store) InstallAgent(ctx context.Context, p mediator.Profile, moduleSHA2
 	now := s.now().UnixMilli()
 	var rec mediator.AgentRecord
 	err = s.write(ctx, func(tx *sql.Tx) error {
+		same, err := sameAgentTx(ctx, tx, id, string(profileJSON), sum)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `
 INSERT INTO agents (agent_id, profile, module_sha256, installed_at, updated_at)
 VALUES (?, ?, ?, ?, ?)
@@ -63,6 +72,21 @@ ON CONFLICT (agent_id) DO UPDATE SET
 		if err != nil {
 			return err
 		}
+		revoked, err := revocationsTx(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		for _, perm := range revoked {
+			// A revocation is forgotten with a new consent (another profile
+			// or module) and when the agent no longer asks for the permission.
+			asked := p.Requires(perm) || slices.Contains(p.Permissions.Optional, perm)
+			if same && asked {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM revocations WHERE agent_id = ? AND permission = ?`, id, string(perm)); err != nil {
+				return err
+			}
+		}
 		for _, g := range existing {
 			keep := p.Requires(g.Permission)
 			if g.Source == mediator.SourceUser {
@@ -75,6 +99,9 @@ ON CONFLICT (agent_id) DO UPDATE SET
 			}
 		}
 		for _, perm := range p.Permissions.Required {
+			if same && slices.Contains(revoked, perm) {
+				continue
+			}
 			if _, err := tx.ExecContext(ctx, `
 INSERT INTO grants (agent_id, permission, granted_at, source) VALUES (?, ?, ?, 'install')
 ON CONFLICT (agent_id, permission) DO NOTHING`, id, string(perm), now); err != nil {
@@ -202,8 +229,8 @@ func (s *Store) ListAgents(ctx context.Context) ([]mediator.AgentRecord, error) 
 	return out, nil
 }
 
-// UninstallAgent removes the agent, its grants and its remembered answers,
-// and appends an audit record saying so, all in one transaction: an agent
+// UninstallAgent removes the agent, its grants, its remembered answers and
+// the user's revocations, and appends an audit record saying so, all in one transaction: an agent
 // installed later under the same id starts with nothing of the old one's.
 // Its denial records stay: they are history. Its module file stays too:
 // modules are content-addressed and may be shared.
@@ -220,6 +247,9 @@ func (s *Store) UninstallAgent(ctx context.Context, id string) error {
 		}
 		prefs, err := deleteCount(ctx, tx, `DELETE FROM preferences WHERE agent_id = ?`, id)
 		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM revocations WHERE agent_id = ?`, id); err != nil {
 			return err
 		}
 		if n, err := deleteCount(ctx, tx, `DELETE FROM agents WHERE agent_id = ?`, id); err != nil {
@@ -250,7 +280,7 @@ func deleteCount(ctx context.Context, tx *sql.Tx, query string, args ...any) (in
 }
 
 // Grant grants perm to the agent on the user's behalf (source "user") and
-// returns the grant. It is idempotent: an existing grant is returned as it
+// returns the grant; it ends a revocation of perm. It is idempotent: an existing grant is returned as it
 // is. Errors: unknown_agent; unknown_permission; bad_request when the
 // agent's profile lists perm in neither permissions.required nor
 // permissions.optional, because a user cannot grant what the agent never
@@ -284,6 +314,9 @@ INSERT INTO grants (agent_id, permission, granted_at, source) VALUES (?, ?, ?, '
 ON CONFLICT (agent_id, permission) DO NOTHING`, agentID, string(perm), s.now().UnixMilli()); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM revocations WHERE agent_id = ? AND permission = ?`, agentID, string(perm)); err != nil {
+			return err
+		}
 		g = mediator.Grant{AgentID: agentID}
 		return tx.QueryRowContext(ctx, `SELECT permission, granted_at, source FROM grants WHERE agent_id = ? AND permission = ?`, agentID, string(perm)).
 			Scan(&g.Permission, &g.GrantedAt, &g.Source)
@@ -295,8 +328,10 @@ ON CONFLICT (agent_id, permission) DO NOTHING`, agentID, string(perm), s.now().U
 }
 
 // Revoke removes the agent's grant of perm and reports whether there was
-// one. Revoking a grant that does not exist is not an error; an unknown
-// agent or permission is.
+// one, and remembers that the user revoked it: installing the same profile
+// and module again does not grant it back (see InstallAgent), and Check
+// denies it with revoked_by_user. Revoking a grant that does not exist is
+// not an error; an unknown agent or permission is.
 func (s *Store) Revoke(ctx context.Context, agentID string, perm mediator.Permission) (bool, error) {
 	if mediator.ValidAgentID(agentID) != nil {
 		return false, fmt.Errorf("agent[%s]: %w", mediator.Truncate(agentID, 64), unknownAgent(agentID))
@@ -306,20 +341,31 @@ func (s *Store) Revoke(ctx context.Context, agentID string, perm mediator.Permis
 	}
 	var existed bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM agents WHERE agent_id = ?`, agentID).Scan(&one)
+		var profileJSON string
+		err := tx.QueryRowContext(ctx, `SELECT profile FROM agents WHERE agent_id = ?`, agentID).Scan(&profileJSON)
 		if errors.Is(err, sql.ErrNoRows) {
 			return unknownAgent(agentID)
 		}
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM grants WHERE agent_id = ? AND permission = ?`, agentID, string(perm))
+		n, err := deleteCount(ctx, tx, `DELETE FROM grants WHERE agent_id = ? AND permission = ?`, agentID, string(perm))
 		if err != nil {
 			return err
 		}
-		n, err := res.RowsAffected()
 		existed = n > 0
+		var p mediator.Profile
+		if err := json.Unmarshal([]byte(profileJSON), &p); err != nil {
+			return err
+		}
+		// Only what the agent asks for can be granted again by an install,
+		// so only that needs remembering.
+		if !p.Requires(perm) && !slices.Contains(p.Permissions.Optional, perm) {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `
+INSERT INTO revocations (agent_id, permission, revoked_at) VALUES (?, ?, ?)
+ON CONFLICT (agent_id, permission) DO UPDATE SET revoked_at = excluded.revoked_at`, agentID, string(perm), s.now().UnixMilli())
 		return err
 	})
 	if err != nil {
@@ -341,7 +387,8 @@ func (s *Store) Grants(ctx context.Context, agentID string) ([]mediator.Grant, e
 // It never allows on doubt: an unknown agent, an unknown permission, a
 // missing grant and any store failure all deny, each with its reason code
 // (unknown_agent, unknown_permission, permission_not_granted,
-// internal_error or timeout).
+// revoked_by_user when the user took the grant back, internal_error or
+// timeout).
 func (s *Store) Check(ctx context.Context, agentID string, perm mediator.Permission) mediator.Decision {
 	if mediator.ValidAgentID(agentID) != nil {
 		return mediator.Deny(mediator.CodeUnknownAgent, fmt.Sprintf("no agent %q is installed", mediator.Truncate(agentID, 64)))
@@ -349,18 +396,22 @@ func (s *Store) Check(ctx context.Context, agentID string, perm mediator.Permiss
 	if _, err := mediator.ParsePermission(string(perm)); err != nil {
 		return mediator.Deny(mediator.CodeUnknownPermission, mediator.MessageOf(err))
 	}
-	// One indexed read answers both questions: no row = unknown agent,
-	// NULL = installed but not granted.
-	var granted sql.NullInt64
-	err := s.db.QueryRowContext(ctx,
-		`SELECT (SELECT 1 FROM grants WHERE agent_id = ?1 AND permission = ?2) FROM agents WHERE agent_id = ?1`,
-		agentID, string(perm)).Scan(&granted)
+	// One indexed read answers every question: no row = unknown agent,
+	// NULL grant = installed but not granted, and whether the user revoked it.
+	var granted, revoked sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `
+SELECT (SELECT 1 FROM grants WHERE agent_id = ?1 AND permission = ?2),
+	(SELECT 1 FROM revocations WHERE agent_id = ?1 AND permission = ?2)
+FROM agents WHERE agent_id = ?1`,
+		agentID, string(perm)).Scan(&granted, &revoked)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return mediator.Deny(mediator.CodeUnknownAgent, fmt.Sprintf("no agent %q is installed", agentID))
 	case err != nil:
 		e := storeErr("check", err)
 		return mediator.Deny(mediator.CodeOf(e), fmt.Sprintf("the permission store could not be read, so %q is denied to %q: %v", perm, agentID, err))
+	case !granted.Valid && revoked.Valid:
+		return mediator.Deny(mediator.CodeRevokedByUser, mediator.RevokedMessage(agentID, perm))
 	case !granted.Valid:
 		return mediator.Deny(mediator.CodePermissionNotGranted, fmt.Sprintf("agent %q has not been granted %q", agentID, perm))
 	}

@@ -36,6 +36,7 @@ var migrations = []string{
 	schemaSessions,  // 2 -> 3: session settings (schema_sessions.go)
 	denialTimeOrder, // 3 -> 4: denial timestamps that never decrease with ids
 	originKeys,      // 4 -> 5: remembered answers keyed by canonical origin (schema_policy.go)
+	userRevocations, // 5 -> 6: permissions the user revoked (revocations.go)
 }
 
 // denialTimeOrder makes every denial's timestamp at least its

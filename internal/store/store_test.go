@@ -149,7 +149,7 @@ func TestCheckMatrix(t *testing.T) {
 	}{
 		{"granted at install", "agent-1", mediator.PermConsoleLog, true, mediator.CodeAllowed},
 		{"granted by user", "agent-1", mediator.PermNetworkFetch, true, mediator.CodeAllowed},
-		{"revoked", "agent-1", mediator.PermPageRead, false, mediator.CodePermissionNotGranted},
+		{"revoked", "agent-1", mediator.PermPageRead, false, mediator.CodeRevokedByUser},
 		{"requested never granted", "agent-1", mediator.PermClipboardRead, false, mediator.CodePermissionNotGranted},
 		{"unknown agent", "nobody", mediator.PermConsoleLog, false, mediator.CodeUnknownAgent},
 		{"invalid agent id", "../agent-1", mediator.PermConsoleLog, false, mediator.CodeUnknownAgent},
@@ -253,15 +253,17 @@ func TestInstallAgentReinstallRule(t *testing.T) {
 	if got := permsOf(rec.Grants); !mapsEqual(got, want) {
 		t.Fatalf("grants after second re-install = %v; want %v", got, want)
 	}
-	// A revoked required permission is granted again by re-installing.
+	// A revoked required permission stays revoked when the same profile is
+	// installed again (revocations_test.go has the changed-profile cases).
 	if _, err := s.Revoke(ctx, "agent", mediator.PermConsoleLog); err != nil {
 		t.Fatal(err)
 	}
 	if rec, err = s.InstallAgent(ctx, p3, ""); err != nil {
 		t.Fatal(err)
 	}
+	want = map[mediator.Permission]string{mediator.PermNetworkFetch: mediator.SourceUser}
 	if got := permsOf(rec.Grants); !mapsEqual(got, want) {
-		t.Fatalf("grants after re-install of a revoked required permission = %v; want %v", got, want)
+		t.Fatalf("grants after re-install of the same profile with a revoked required permission = %v; want %v", got, want)
 	}
 	// The stored profile is the latest one.
 	got, err := s.Agent(ctx, "agent")

@@ -314,7 +314,7 @@ func TestAgentsAndRevoke(t *testing.T) {
 	if !rep.Revoked || len(rep.Agent.Grants) != 1 {
 		t.Fatalf("revoke: %+v", rep)
 	}
-	if d := v.st.Check(context.Background(), "reader", "clipboard.write"); d.Allowed || d.Code != mediator.CodePermissionNotGranted {
+	if d := v.st.Check(context.Background(), "reader", "clipboard.write"); d.Allowed || d.Code != mediator.CodeRevokedByUser {
 		t.Fatalf("after revoke: %+v", d)
 	}
 	tok := v.token.String()

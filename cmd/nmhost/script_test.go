@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/agentgate/nmhost/internal/cli"
+)
+
+// TestMain makes this test binary the nmhost command inside test scripts
+// and, when it runs the tests, builds the real binary the other tests
+// drive over pipes.
+func TestMain(m *testing.M) {
+	testscript.Main(withBinary{m}, map[string]func(){"nmhost": nmhostMain})
+}
+
+type withBinary struct{ m *testing.M }
+
+func (w withBinary) Run() int {
+	dir, err := os.MkdirTemp("", "nmhost-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	nmhostBin = filepath.Join(dir, "nmhost")
+	out, err := exec.Command("go", "build", "-o", nmhostBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		return 1
+	}
+	return w.m.Run()
+}
+
+// nmhostMain is main, for the test binary running as nmhost in scripts.
+func nmhostMain() {
+	os.Exit(cli.Main(cli.Env{
+		Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
+	}))
+}
+
+// TestScripts runs testdata/script/*.txtar: the commands a person types,
+// with what they print and how they exit. Each script gets a fresh data
+// dir ($NMHOST_DATA_DIR), a home ($HOME, where install writes manifests),
+// the tiny agents of wasm_test.go in $WORK/agents, the repository root in
+// $REPO, and in $NMHOST_BIN_DIR the directory of the nmhost command, for a
+// PATH without go.
+//
+// `nmhost serve` is tested in serve_test.go: its first line must be read
+// while it runs, and a background command's output is only seen after it
+// ends.
+func TestScripts(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := exec.LookPath("nmhost")
+	if err != nil {
+		t.Fatalf("testscript.Main put no nmhost on PATH: %v", err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			home := filepath.Join(env.WorkDir, "home")
+			if err := os.MkdirAll(home, 0o700); err != nil {
+				return err
+			}
+			env.Setenv("HOME", home)
+			env.Setenv("NMHOST_DATA_DIR", filepath.Join(env.WorkDir, "data"))
+			env.Setenv("REPO", repo)
+			env.Setenv("NMHOST_BIN_DIR", filepath.Dir(self))
+			return writeTinyAgents(filepath.Join(env.WorkDir, "agents"))
+		},
+	})
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// maxTail is the most records audit tail prints at once.
+const maxTail = 1000
+
+// runAuditVerify: nmhost audit verify
+func runAuditVerify(ctx context.Context, env Env) error {
+	if _, err := parse(specFor("audit verify"), flag.NewFlagSet("audit verify", flag.ContinueOnError), env); err != nil {
+		return err
+	}
+	st, err := openStore(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := st.VerifyAudit(ctx)
+	if err != nil {
+		return err
+	}
+	if !rep.OK {
+		fmt.Fprintf(env.Stdout, "BROKEN at record %d: %s\n%s before it %s intact.\n", rep.BadSeq, rep.Problem, plural(int(rep.Records), "record"), map[bool]string{true: "is", false: "are"}[rep.Records == 1])
+		return errAuditBroken
+	}
+	fmt.Fprintf(env.Stdout, "ok: %s, chain intact; last hash %s\n", plural(int(rep.Records), "record"), rep.LastHash)
+	return nil
+}
+
+// runAuditTail: nmhost audit tail [-n N] [--follow] [--json]
+func runAuditTail(ctx context.Context, env Env) error {
+	var n int
+	var follow, jsonOutput bool
+	fs := flag.NewFlagSet("audit tail", flag.ContinueOnError)
+	fs.IntVar(&n, "n", 20, fmt.Sprintf("print the last `N` records, 1-%d", maxTail))
+	fs.BoolVar(&follow, "follow", false, "keep printing new records as they are appended (Ctrl-C stops)")
+	fs.BoolVar(&jsonOutput, "json", false, "print JSON lines")
+	if _, err := parse(specFor("audit tail"), fs, env); err != nil {
+		return err
+	}
+	if n < 1 || n > maxTail {
+		return usagef("audit tail", "-n %d is out of range: 1-%d", n, maxTail)
+	}
+	st, err := openStore(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	page, err := st.ListAudit(ctx, 0, n, true)
+	if err != nil {
+		return err
+	}
+	print := func(r mediator.AuditRecord) {
+		if jsonOutput {
+			b, _ := json.Marshal(r)
+			fmt.Fprintf(env.Stdout, "%s\n", b)
+			return
+		}
+		verdict := "allowed"
+		switch {
+		case r.Kind == mediator.AuditExecuted && r.Code == "":
+			verdict = "done"
+		case r.Kind == mediator.AuditExecuted:
+			verdict = "failed " + string(r.Code)
+		case !r.Allowed:
+			verdict = "denied " + string(r.Code)
+		}
+		fmt.Fprintf(env.Stdout, "%6d %s %-8s %-20s %-32s %-28s %s\n", r.Seq, time.UnixMilli(r.TS).UTC().Format(time.RFC3339),
+			r.Kind, cell(r.Operation.AgentID), cell(r.Operation.Name+" "+r.Operation.Method), verdict, orDash(r.DecidedBy))
+	}
+	var last int64
+	for _, r := range page.Records {
+		print(r)
+		last = r.Seq
+	}
+	if len(page.Records) == 0 && !jsonOutput {
+		fmt.Fprintln(env.Stdout, "no audit records yet")
+	}
+	if !follow {
+		return nil
+	}
+	following(env)
+	t := newFollowTicker()
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		page, err := st.ListAudit(ctx, last, store.MaxDenialPage, false)
+		if err != nil {
+			return err
+		}
+		for _, r := range page.Records {
+			print(r)
+			last = r.Seq
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// plural is "1 denial", "2 denials".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/store"
+)
+
+// openStore opens the store in the data directory env names: the one way
+// every command that reads or writes records opens it. A data dir others
+// may write is refused: its records could say anything.
+func openStore(env Env) (*store.Store, error) {
+	dir, err := datadir.Resolve(env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if err := datadir.CheckPrivate(dir); err != nil {
+		return nil, err
+	}
+	return store.Open(dir, store.Options{})
+}
+
+// runPrefsList: nmhost prefs list [--agent A] [--json]
+func runPrefsList(ctx context.Context, env Env) error {
+	var agent string
+	var jsonOutput bool
+	fs := flag.NewFlagSet("prefs list", flag.ContinueOnError)
+	fs.StringVar(&agent, "agent", "", "only the agent with this id `A`")
+	fs.BoolVar(&jsonOutput, "json", false, "print JSON lines")
+	if _, err := parse(specFor("prefs list"), fs, env); err != nil {
+		return err
+	}
+	st, err := openStore(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	prefs, err := st.ListPreferences(ctx, agent)
+	if err != nil {
+		return err
+	}
+	if jsonOutput {
+		enc := json.NewEncoder(env.Stdout)
+		for _, p := range prefs {
+			enc.Encode(p)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGENT\tOPERATION\tTARGET\tANSWER\tSINCE (UTC)")
+	for _, p := range prefs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", p.ID, cell(p.AgentID), cell(p.Operation), cell(p.Target), p.Answer,
+			time.UnixMilli(p.CreatedAt).UTC().Format(time.RFC3339))
+	}
+	if len(prefs) == 0 {
+		fmt.Fprintln(tw, "no remembered answers")
+	}
+	return tw.Flush()
+}
+
+// runPrefsRevoke: nmhost prefs revoke ID
+func runPrefsRevoke(ctx context.Context, env Env) error {
+	fs := flag.NewFlagSet("prefs revoke", flag.ContinueOnError)
+	args, err := parse(specFor("prefs revoke"), fs, env)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || id <= 0 {
+		return usagef("prefs revoke", "%q is not a preference id (a number from nmhost prefs list)", args[0])
+	}
+	st, err := openStore(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ok, err := st.RevokePreference(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no preference %d (nmhost prefs list shows them)", id)
+	}
+	fmt.Fprintf(env.Stdout, "preference %d revoked: the next such operation asks again\n", id)
+	return nil
+}

@@ -1,6 +1,10 @@
 package wasmhost
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/agentgate/nmhost/internal/testwasm"
+)
 
 // A minimal WebAssembly binary encoder for hand-made hostile modules: each
 // fixture is a few bytes whose every part the test spells out.
@@ -36,40 +40,15 @@ type wmodule struct {
 	custom                         int      // bytes of a trailing custom section
 }
 
-func uleb(v uint32) []byte {
-	var out []byte
-	for {
-		b := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			out = append(out, b|0x80)
-			continue
-		}
-		return append(out, b)
-	}
-}
+// The binary format's pieces, from the one encoder the tests share.
+var (
+	uleb = testwasm.ULEB128
+	sleb = testwasm.SLEB128
+	name = testwasm.Name
+)
 
-func sleb(v int32) []byte {
-	var out []byte
-	for {
-		b := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && b&0x40 == 0) || (v == -1 && b&0x40 != 0) {
-			return append(out, b)
-		}
-		out = append(out, b|0x80)
-	}
-}
-
-func name(s string) []byte { return append(uleb(uint32(len(s))), s...) }
-
-func section(id byte, items [][]byte) []byte {
-	body := uleb(uint32(len(items)))
-	for _, it := range items {
-		body = append(body, it...)
-	}
-	return append(append([]byte{id}, uleb(uint32(len(body)))...), body...)
-}
+// section encodes a section whose content is a vector of items.
+func section(id byte, items [][]byte) []byte { return testwasm.Section(id, testwasm.Vec(items)) }
 
 func limits(min, max uint32) []byte {
 	if max == 0 {

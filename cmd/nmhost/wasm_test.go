@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/agentgate/nmhost/internal/testwasm"
 )
 
 // A tiny agent, assembled here instead of compiled: its _start calls
@@ -113,41 +115,11 @@ func assemble(calls []wasmCall) []byte {
 	return out
 }
 
-func section(id byte, content []byte) []byte {
-	return append(append([]byte{id}, uleb(uint32(len(content)))...), content...)
-}
-
-func vec(items [][]byte) []byte {
-	out := uleb(uint32(len(items)))
-	for _, it := range items {
-		out = append(out, it...)
-	}
-	return out
-}
-
-func name(s string) []byte { return append(uleb(uint32(len(s))), s...) }
-
-func uleb(v uint32) []byte {
-	var out []byte
-	for {
-		b := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			out = append(out, b|0x80)
-			continue
-		}
-		return append(out, b)
-	}
-}
-
-func sleb(v int32) []byte {
-	var out []byte
-	for {
-		b := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && b&0x40 == 0) || (v == -1 && b&0x40 != 0) {
-			return append(out, b)
-		}
-		out = append(out, b|0x80)
-	}
-}
+// The binary format's pieces, from the one encoder the tests share.
+var (
+	section = testwasm.Section
+	vec     = testwasm.Vec
+	name    = testwasm.Name
+	uleb    = testwasm.ULEB128
+	sleb    = testwasm.SLEB128
+)

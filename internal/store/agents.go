@@ -294,19 +294,11 @@ func (s *Store) Grant(ctx context.Context, agentID string, perm mediator.Permiss
 	}
 	var g mediator.Grant
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var profileJSON string
-		err := tx.QueryRowContext(ctx, `SELECT profile FROM agents WHERE agent_id = ?`, agentID).Scan(&profileJSON)
-		if errors.Is(err, sql.ErrNoRows) {
-			return unknownAgent(agentID)
-		}
+		p, err := profileTx(ctx, tx, agentID)
 		if err != nil {
 			return err
 		}
-		var p mediator.Profile
-		if err := json.Unmarshal([]byte(profileJSON), &p); err != nil {
-			return err
-		}
-		if !p.Requires(perm) && !slices.Contains(p.Permissions.Optional, perm) {
+		if !asksFor(p, perm) {
 			return mediator.Errorf(mediator.CodeBadRequest, "agent %q did not ask for %q (it is in neither permissions.required nor permissions.optional), so it cannot be granted", agentID, perm)
 		}
 		if _, err := tx.ExecContext(ctx, `
@@ -341,11 +333,7 @@ func (s *Store) Revoke(ctx context.Context, agentID string, perm mediator.Permis
 	}
 	var existed bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var profileJSON string
-		err := tx.QueryRowContext(ctx, `SELECT profile FROM agents WHERE agent_id = ?`, agentID).Scan(&profileJSON)
-		if errors.Is(err, sql.ErrNoRows) {
-			return unknownAgent(agentID)
-		}
+		p, err := profileTx(ctx, tx, agentID)
 		if err != nil {
 			return err
 		}
@@ -354,13 +342,9 @@ func (s *Store) Revoke(ctx context.Context, agentID string, perm mediator.Permis
 			return err
 		}
 		existed = n > 0
-		var p mediator.Profile
-		if err := json.Unmarshal([]byte(profileJSON), &p); err != nil {
-			return err
-		}
 		// Only what the agent asks for can be granted again by an install,
 		// so only that needs remembering.
-		if !p.Requires(perm) && !slices.Contains(p.Permissions.Optional, perm) {
+		if !asksFor(p, perm) {
 			return nil
 		}
 		_, err = tx.ExecContext(ctx, `
@@ -372,6 +356,27 @@ ON CONFLICT (agent_id, permission) DO UPDATE SET revoked_at = excluded.revoked_a
 		return false, fmt.Errorf("agent[%s]: revoke %s: %w", agentID, perm, err)
 	}
 	return existed, nil
+}
+
+// profileTx reads the agent's stored profile inside tx (unknown_agent when
+// there is none).
+func profileTx(ctx context.Context, tx *sql.Tx, agentID string) (mediator.Profile, error) {
+	var p mediator.Profile
+	var profileJSON string
+	err := tx.QueryRowContext(ctx, `SELECT profile FROM agents WHERE agent_id = ?`, agentID).Scan(&profileJSON)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, unknownAgent(agentID)
+	}
+	if err != nil {
+		return p, err
+	}
+	return p, json.Unmarshal([]byte(profileJSON), &p)
+}
+
+// asksFor reports whether the profile lists perm as required or optional:
+// the ceiling of what may be granted.
+func asksFor(p mediator.Profile, perm mediator.Permission) bool {
+	return p.Requires(perm) || slices.Contains(p.Permissions.Optional, perm)
 }
 
 // Grants returns the agent's grants sorted by permission.

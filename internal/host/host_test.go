@@ -384,7 +384,9 @@ func TestLargeReplyTravelsInChunks(t *testing.T) {
 func TestSlowRequestDoesNotBlockOthers(t *testing.T) {
 	h := newHarness(t, true)
 	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
 		<-release
 		io.WriteString(w, "late")
 	}))
@@ -396,7 +398,7 @@ func TestSlowRequestDoesNotBlockOthers(t *testing.T) {
 		r, _ := h.client.Call(context.Background(), "network-fetch", map[string]any{"agentId": "slow", "url": slow.URL})
 		slowDone <- r
 	}()
-	time.Sleep(50 * time.Millisecond)
+	<-arrived // the fetch is at the server and will hang there
 	for i := range 5 {
 		if r := h.call("hello", nil); !r.Success {
 			t.Fatalf("hello %d while a fetch hangs: %+v", i, r)

@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -82,8 +81,15 @@ func (s *Store) appendAuditTx(ctx context.Context, tx *sql.Tx, e mediator.AuditE
 	if err != nil {
 		return mediator.AuditRecord{}, &mediator.Error{Code: mediator.CodeInternal, Msg: "audit record not encodable", Err: err}
 	}
-	err = tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&rec.Seq, &rec.Prev)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	// The last link and the tree's size in one statement: an append is on
+	// every decision's path, and preparing a statement costs more here
+	// than running it.
+	var leaves int64
+	err = tx.QueryRowContext(ctx, `SELECT
+		coalesce((SELECT seq FROM audit ORDER BY seq DESC LIMIT 1), 0),
+		coalesce((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), ''),
+		coalesce((SELECT max(seq) FROM audit_tree), 0)`).Scan(&rec.Seq, &rec.Prev, &leaves)
+	if err != nil {
 		return mediator.AuditRecord{}, err
 	}
 	rec.Seq++
@@ -93,7 +99,7 @@ func (s *Store) appendAuditTx(ctx context.Context, tx *sql.Tx, e mediator.AuditE
 	if err != nil {
 		return mediator.AuditRecord{}, err
 	}
-	if err := appendLeafTx(ctx, tx, rec.Seq, body); err != nil {
+	if err := appendLeafTx(ctx, tx, leaves, rec.Seq, body); err != nil {
 		return mediator.AuditRecord{}, err
 	}
 	return rec, nil

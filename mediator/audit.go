@@ -17,7 +17,7 @@ const OpAgentUninstall = "agent.uninstall"
 // contents: page text and clipboard data appear only as a length.
 type AuditRecord struct {
 	Seq  int64  `json:"seq"`
-	TS   int64  `json:"ts"` // ms since the epoch
+	TS   int64  `json:"ts"` // ms since the epoch; the time inside the hashed record
 	Prev string `json:"prev"`
 	Hash string `json:"hash"`
 	AuditEntry

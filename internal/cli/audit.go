@@ -14,28 +14,6 @@ import (
 // maxTail is the most records audit tail prints at once.
 const maxTail = 1000
 
-// runAuditVerify: nmhost audit verify
-func runAuditVerify(ctx context.Context, env Env) error {
-	if _, err := parse(specFor("audit verify"), flag.NewFlagSet("audit verify", flag.ContinueOnError), env); err != nil {
-		return err
-	}
-	st, err := openStore(env)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rep, err := st.VerifyAudit(ctx)
-	if err != nil {
-		return err
-	}
-	if !rep.OK {
-		fmt.Fprintf(env.Stdout, "BROKEN at record %d: %s\n%s before it %s intact.\n", rep.BadSeq, rep.Problem, plural(int(rep.Records), "record"), map[bool]string{true: "is", false: "are"}[rep.Records == 1])
-		return errAuditBroken
-	}
-	fmt.Fprintf(env.Stdout, "ok: %s, chain intact; last hash %s\n", plural(int(rep.Records), "record"), rep.LastHash)
-	return nil
-}
-
 // runAuditTail: nmhost audit tail [-n N] [--follow] [--json]
 func runAuditTail(ctx context.Context, env Env) error {
 	var n int

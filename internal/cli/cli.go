@@ -132,9 +132,17 @@ func routeGroup(ctx context.Context, group string, env Env) error {
 	case "prefs revoke":
 		return runPrefsRevoke(ctx, sub)
 	case "audit verify":
-		return runAuditVerify(ctx, sub)
+		return runAuditVerifyCheckpoint(ctx, sub)
 	case "audit tail":
 		return runAuditTail(ctx, sub)
+	case "audit key":
+		return runAuditKey(ctx, sub)
+	case "audit checkpoint":
+		return runAuditCheckpoint(ctx, sub)
+	case "audit prove":
+		return runAuditProve(ctx, sub)
+	case "audit check-proof":
+		return runAuditCheckProof(ctx, sub)
 	}
 	return usagef(group, "unknown subcommand %q (%s)", env.Args[0], subcommands(group))
 }

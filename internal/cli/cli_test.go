@@ -114,7 +114,7 @@ func TestReadmeCommandTable(t *testing.T) {
 			t.Errorf("README's command table lacks the row\n%s", row)
 		}
 	}
-	for _, m := range regexp.MustCompile(`(?m)^\| nmhost ([a-z]+(?: [a-z]+)?)[ |]`).FindAllStringSubmatch(table, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^\| nmhost ([a-z]+(?: [a-z-]+)?)[ |]`).FindAllStringSubmatch(table, -1) {
 		name := m[1]
 		if !slices.ContainsFunc(specs, func(s *spec) bool { return s.name == name || strings.HasPrefix(name, s.name+" ") }) {
 			t.Errorf("README's command table shows `nmhost %s`, which is no command", name)

@@ -1,26 +1,47 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/agentgate/nmhost/mediator"
 )
 
-// auditBody is the canonical encoding that is hashed: Go's encoding/json
-// writes struct fields in declaration order, maps never appear, and the
-// time is part of the body so that it cannot be edited either.
+// hashedBody is what a record's body holds: its time first, then the entry.
+type hashedBody struct {
+	TS int64 `json:"ts"`
+	mediator.AuditEntry
+}
+
+// auditBody is the canonical encoding that is hashed, into the chain and
+// as the record's leaf in the log: Go's encoding/json writes struct fields
+// in declaration order, maps never appear, and the time is part of the
+// body so that it cannot be edited either.
 func auditBody(ts int64, e mediator.AuditEntry) ([]byte, error) {
-	return json.Marshal(struct {
-		TS int64 `json:"ts"`
-		mediator.AuditEntry
-	}{ts, e})
+	return json.Marshal(hashedBody{ts, e})
+}
+
+// bodyTime reads the time a canonical body starts with ({"ts":N,...})
+// without decoding the rest, so verification can compare it with the ts
+// column for a million records in a few milliseconds.
+func bodyTime(body []byte) (int64, bool) {
+	const prefix = `{"ts":`
+	if !bytes.HasPrefix(body, []byte(prefix)) {
+		return 0, false
+	}
+	rest := body[len(prefix):]
+	end := bytes.IndexByte(rest, ',')
+	if end < 0 {
+		return 0, false
+	}
+	ts, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	return ts, err == nil
 }
 
 // auditHash chains a record: SHA-256 over the previous hash, the sequence
@@ -35,9 +56,10 @@ func auditHash(prev string, seq int64, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// AppendAudit adds e to the chain and returns it as written. The last link
-// is read inside the same BEGIN IMMEDIATE transaction as the insert, so
-// concurrent host processes take turns and the chain never forks.
+// AppendAudit adds e to the log and returns it as written. The last link
+// is read inside the same BEGIN IMMEDIATE transaction as the insert, and
+// the record's leaf hashes are stored in it too, so concurrent host
+// processes take turns and neither the chain nor the tree ever forks.
 func (s *Store) AppendAudit(ctx context.Context, e mediator.AuditEntry) (mediator.AuditRecord, error) {
 	var rec mediator.AuditRecord
 	err := s.write(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
@@ -59,15 +81,28 @@ func (s *Store) appendAuditTx(ctx context.Context, tx *sql.Tx, e mediator.AuditE
 	if err != nil {
 		return mediator.AuditRecord{}, &mediator.Error{Code: mediator.CodeInternal, Msg: "audit record not encodable", Err: err}
 	}
-	err = tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&rec.Seq, &rec.Prev)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	// The last link and the tree's size in one statement: an append is on
+	// every decision's path, and preparing a statement costs more here
+	// than running it.
+	var leaves int64
+	err = tx.QueryRowContext(ctx, `SELECT
+		coalesce((SELECT seq FROM audit ORDER BY seq DESC LIMIT 1), 0),
+		coalesce((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), ''),
+		coalesce((SELECT max(seq) FROM audit_tree), 0)`).Scan(&rec.Seq, &rec.Prev, &leaves)
+	if err != nil {
 		return mediator.AuditRecord{}, err
 	}
 	rec.Seq++
 	rec.Hash = auditHash(rec.Prev, rec.Seq, body)
 	_, err = tx.ExecContext(ctx, `INSERT INTO audit (seq, ts, body, prev, hash) VALUES (?, ?, ?, ?, ?)`,
 		rec.Seq, rec.TS, string(body), rec.Prev, rec.Hash)
-	return rec, err
+	if err != nil {
+		return mediator.AuditRecord{}, err
+	}
+	if err := appendLeafTx(ctx, tx, leaves, rec.Seq, body); err != nil {
+		return mediator.AuditRecord{}, err
+	}
+	return rec, nil
 }
 
 // AuditPage is one page of the chain in seq order.
@@ -77,14 +112,16 @@ type AuditPage struct {
 }
 
 // ListAudit returns up to limit records after afterSeq, oldest first; with
-// tail set it returns the newest limit records instead.
+// tail set it returns the newest limit records instead. Every field shown,
+// the time included, is read from the hashed body: the ts column is only a
+// copy that VerifyAudit checks, so moving it changes nothing that is shown.
 func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int, tail bool) (AuditPage, error) {
 	if limit <= 0 || limit > MaxDenialPage {
 		limit = DefaultDenialPage
 	}
-	q := `SELECT seq, ts, body, prev, hash FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`
+	q := `SELECT seq, body, prev, hash FROM audit WHERE seq > ? ORDER BY seq LIMIT ?`
 	if tail {
-		q = `SELECT * FROM (SELECT seq, ts, body, prev, hash FROM audit WHERE seq > ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`
+		q = `SELECT * FROM (SELECT seq, body, prev, hash FROM audit WHERE seq > ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`
 	}
 	rows, err := s.db.QueryContext(ctx, q, afterSeq, limit+1)
 	if err != nil {
@@ -95,11 +132,15 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int, tail b
 	for rows.Next() {
 		var r mediator.AuditRecord
 		var body string
-		if err := rows.Scan(&r.Seq, &r.TS, &body, &r.Prev, &r.Hash); err != nil {
+		if err := rows.Scan(&r.Seq, &body, &r.Prev, &r.Hash); err != nil {
 			return AuditPage{}, storeErr("list audit", err)
 		}
-		// A damaged body still lists (verify reports it); its fields stay empty.
-		_ = json.Unmarshal([]byte(body), &r.AuditEntry)
+		// A damaged body still lists (verify reports it); its fields, the
+		// time among them, stay empty.
+		var b hashedBody
+		if json.Unmarshal([]byte(body), &b) == nil {
+			r.TS, r.AuditEntry = b.TS, b.AuditEntry
+		}
 		page.Records = append(page.Records, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -114,54 +155,4 @@ func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int, tail b
 		}
 	}
 	return page, nil
-}
-
-// AuditReport is what VerifyAudit found.
-type AuditReport struct {
-	OK       bool   `json:"ok"`
-	Records  int64  `json:"records"`            // records checked
-	LastSeq  int64  `json:"lastSeq"`            // the last good link
-	BadSeq   int64  `json:"badSeq,omitempty"`   // the first bad record (or where one is missing)
-	Problem  string `json:"problem,omitempty"`  // edited, removed or reordered, in words
-	LastHash string `json:"lastHash,omitempty"` // keep it elsewhere to detect truncation later
-}
-
-// VerifyAudit walks the chain in seq order and reports the first record
-// that was edited, removed or reordered. Removing records from the end
-// leaves a valid shorter chain; comparing LastHash with a copy kept
-// elsewhere is how that is caught.
-func (s *Store) VerifyAudit(ctx context.Context) (AuditReport, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, body, prev, hash FROM audit ORDER BY seq`)
-	if err != nil {
-		return AuditReport{}, storeErr("verify audit", err)
-	}
-	defer rows.Close()
-	var rep AuditReport
-	prevHash := ""
-	var body []byte
-	for rows.Next() {
-		var seq int64
-		var prev, hash string
-		if err := rows.Scan(&seq, &body, &prev, &hash); err != nil {
-			return AuditReport{}, storeErr("verify audit", err)
-		}
-		switch want := rep.LastSeq + 1; {
-		case seq != want:
-			rep.BadSeq, rep.Problem = want, fmt.Sprintf("record %d is missing (the next one is %d): removed", want, seq)
-		case prev != prevHash:
-			rep.BadSeq, rep.Problem = seq, fmt.Sprintf("record %d does not link to record %d: removed, reordered or edited", seq, seq-1)
-		case auditHash(prev, seq, body) != hash:
-			rep.BadSeq, rep.Problem = seq, fmt.Sprintf("record %d's content does not match its hash: edited", seq)
-		}
-		if rep.Problem != "" {
-			return rep, nil
-		}
-		rep.Records++
-		rep.LastSeq, rep.LastHash, prevHash = seq, hash, hash
-	}
-	if err := rows.Err(); err != nil {
-		return AuditReport{}, storeErr("verify audit", err)
-	}
-	rep.OK = true
-	return rep, nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -50,8 +52,9 @@ func BenchmarkPolicy(b *testing.B) {
 	})
 }
 
-// BenchmarkVerifyAudit1M builds a valid chain of 1,000,000 records in one
-// transaction, then times walking it.
+// BenchmarkVerifyAudit1M builds a valid log of 1,000,000 records (chain
+// and tree) in one transaction, signs a checkpoint of its first half, then
+// times verifying the whole log against that checkpoint.
 func BenchmarkVerifyAudit1M(b *testing.B) {
 	ctx := context.Background()
 	s, err := Open(b.TempDir(), Options{})
@@ -60,32 +63,61 @@ func BenchmarkVerifyAudit1M(b *testing.B) {
 	}
 	defer s.Close()
 	const n = 1_000_000
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (seq, ts, body, prev, hash) VALUES (?, ?, ?, ?, ?)`)
+	if err := fillBenchLog(ctx, s, 1, n/2); err != nil {
+		b.Fatal(err)
+	}
+	cp, _, _, err := s.AuditCheckpoint(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := fillBenchLog(ctx, s, n/2+1, n); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		rep, err := s.VerifyAudit(ctx, cp)
+		if err != nil || !rep.OK || rep.Records != n || rep.Checkpoint != n/2 {
+			b.Fatalf("%+v %v", rep, err)
+		}
+	}
+}
+
+// fillBenchLog appends records from..to as AppendAudit would, in one
+// transaction and without a transaction per record.
+func fillBenchLog(ctx context.Context, s *Store, from, to int64) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO audit (seq, ts, body, prev, hash) VALUES (?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
-		defer stmt.Close()
+		defer ins.Close()
+		leaf, err := tx.PrepareContext(ctx, `INSERT INTO audit_tree (seq, hashes) VALUES (?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer leaf.Close()
 		prev := ""
-		for seq := int64(1); seq <= n; seq++ {
+		if from > 1 {
+			if err := tx.QueryRowContext(ctx, `SELECT hash FROM audit WHERE seq = ?`, from-1).Scan(&prev); err != nil {
+				return err
+			}
+		}
+		for seq := from; seq <= to; seq++ {
 			body, _ := auditBody(seq, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: mediator.Operation{AgentID: "bench", Name: mediator.OpNetworkFetch, Method: "GET",
 				URL: fmt.Sprintf("https://example.com/%d", seq), Host: "example.com"}, Class: mediator.AlwaysSafe, Allowed: true, Code: mediator.CodeAllowed, DecidedBy: "class:ALWAYS_SAFE"})
 			h := auditHash(prev, seq, body)
-			if _, err := stmt.ExecContext(ctx, seq, seq, string(body), prev, h); err != nil {
+			if _, err := ins.ExecContext(ctx, seq, seq, string(body), prev, h); err != nil {
+				return err
+			}
+			hs, err := tlog.StoredHashes(seq-1, body, dbHashes{ctx, tx})
+			if err != nil {
+				return err
+			}
+			if _, err := leaf.ExecContext(ctx, seq, joinHashes(hs)); err != nil {
 				return err
 			}
 			prev = h
 		}
 		return nil
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		rep, err := s.VerifyAudit(ctx)
-		if err != nil || !rep.OK || rep.Records != n {
-			b.Fatalf("%+v %v", rep, err)
-		}
-	}
 }

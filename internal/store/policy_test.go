@@ -306,8 +306,9 @@ func TestVerifyAuditFindsTampering(t *testing.T) {
 		{"untouched", "", 0, ""},
 		{"edited body", `UPDATE audit SET body = replace(body, '"allowed":false', '"allowed":true') WHERE seq = 3`, 3, "edited"},
 		{"edited time", `UPDATE audit SET ts = ts + 1, body = replace(body, '"ts":', '"ts":1') WHERE seq = 2`, 2, "edited"},
-		// The editor recomputes record 4's hash: record 5 no longer links.
-		{"edited with a recomputed hash", "REHASH 4", 5, "link"},
+		// The editor recomputes record 4's chain hash: its leaf in the
+		// log's tree no longer matches (record 5 would not link either).
+		{"edited with a recomputed hash", "REHASH 4", 4, "leaf"},
 		{"removed in the middle", `DELETE FROM audit WHERE seq = 2`, 2, "removed"},
 		{"removed first", `DELETE FROM audit WHERE seq = 1`, 1, "removed"},
 		// Swap two records' contents, keeping seq: the links break.

@@ -30,13 +30,21 @@ var schemaVersion = len(migrations)
 // migrations[i] takes the schema from user_version i to i+1. They run in one
 // BEGIN IMMEDIATE transaction, so a crash mid-migration leaves the old schema.
 // Only append: a released database may be at any earlier version.
-var migrations = []string{
-	schemaCore,      // 0 -> 1: agents, grants, denials (this file)
-	schemaPolicy,    // 1 -> 2: preferences and the audit chain (schema_policy.go)
-	schemaSessions,  // 2 -> 3: session settings (schema_sessions.go)
-	denialTimeOrder, // 3 -> 4: denial timestamps that never decrease with ids
-	originKeys,      // 4 -> 5: remembered answers keyed by canonical origin (schema_policy.go)
-	userRevocations, // 5 -> 6: permissions the user revoked (revocations.go)
+var migrations = []migration{
+	{sql: schemaCore},                           // 0 -> 1: agents, grants, denials (this file)
+	{sql: schemaPolicy},                         // 1 -> 2: preferences and the audit chain (schema_policy.go)
+	{sql: schemaSessions},                       // 2 -> 3: session settings (schema_sessions.go)
+	{sql: denialTimeOrder},                      // 3 -> 4: denial timestamps that never decrease with ids
+	{sql: originKeys},                           // 4 -> 5: remembered answers keyed by canonical origin (schema_policy.go)
+	{sql: userRevocations},                      // 5 -> 6: permissions the user revoked (revocations.go)
+	{sql: schemaAuditTree, fill: fillAuditTree}, // 6 -> 7: the audit log's tree over the chain (schema_audit_tree.go)
+}
+
+// migration is one schema step: SQL, then, for a step SQL cannot express
+// (hashing), a Go function in the same transaction.
+type migration struct {
+	sql  string
+	fill func(ctx context.Context, tx *sql.Tx) error
 }
 
 // denialTimeOrder makes every denial's timestamp at least its
@@ -225,7 +233,18 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		}
 		for ; v < schemaVersion; v++ {
-			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			m := migrations[v]
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %d->%d: %w", v, v+1, err)
+			}
+			if m.fill == nil {
+				continue
+			}
+			if err := m.fill(ctx, tx); err != nil {
+				var e *mediator.Error
+				if errors.As(err, &e) {
+					return err
+				}
 				return fmt.Errorf("migration %d->%d: %w", v, v+1, err)
 			}
 		}

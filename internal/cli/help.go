@@ -86,7 +86,7 @@ var specs = []*spec{
 		examples: []string{"nmhost prefs revoke 3"},
 		minArgs:  1, maxArgs: 1},
 	{name: "audit verify", synopsis: "[--checkpoint FILE] [--json]",
-		summary: "checks every record of the audit log against its hash and the signed tree; with a checkpoint kept elsewhere, that the log still extends it; exits 1 at the first edited, removed, reordered or truncated record",
+		summary:  "checks every record of the audit log against its hash and the signed tree; with a checkpoint kept elsewhere, that the log still extends it; exits 1 at the first edited, removed, reordered or truncated record",
 		examples: []string{"nmhost audit verify", "nmhost audit verify --checkpoint ~/audit-checkpoint.txt"}},
 	{name: "audit key", synopsis: "",
 		summary:  "prints the audit log's verifier key (the signing key is created owner-only in the data dir on first use)",

@@ -141,4 +141,13 @@ func TestRevokeInTheOptionsPageStopsTheAgent(t *testing.T) {
 	if r.Code != "revoked_by_user" || web.hits.Load() != 0 {
 		t.Fatalf("fetch after revoke: %s %s; server hits %d", r.Code, r.Error, web.hits.Load())
 	}
+	// The options page offers the revoked permission back; granting it
+	// from there lets the next fetch through.
+	regrant := `document.querySelector('#agents button.regrant[data-agent="e2e-revoke"][data-permission="network.fetch"]')`
+	waitFor(t, opts, regrant)
+	eval[bool](t, opts, "("+regrant+".click(), true)")
+	waitFor(t, opts, button)
+	if r := hostCall(t, opts, "network-fetch", map[string]any{"agentId": "e2e-revoke", "url": web.URL}); !r.Success || web.hits.Load() != 1 {
+		t.Fatalf("fetch after granting again: %s %s; server hits %d", r.Code, r.Error, web.hits.Load())
+	}
 }

@@ -23,6 +23,16 @@ async function loadAgents() {
       });
       grants.append(b, ' ');
     }
+    // A revoke stays until the user grants again, here or with
+    // `nmhost grant AGENT PERMISSION`; re-installing does not undo it.
+    for (const perm of a.revoked || []) {
+      const b = el('button', `grant ${perm} again`, { 'data-agent': p.agentId, 'data-permission': perm, class: 'regrant' });
+      b.addEventListener('click', async () => {
+        await host('grant', { agentId: p.agentId, permission: perm });
+        refresh();
+      });
+      grants.append(b, ' ');
+    }
     const tr = el('tr', null, { 'data-agent': p.agentId });
     tr.append(el('td', p.agentId), el('td', (p.permissions.required || []).join(', ')),
       el('td', (p.capabilities.allowedHosts || []).join(', ') || '(none)'), el('td', p.capabilities.domAccess), grants);

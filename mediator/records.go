@@ -18,6 +18,10 @@ type AgentRecord struct {
 	InstalledAt  int64   `json:"installedAt"` // ms since the epoch; kept across re-installs
 	UpdatedAt    int64   `json:"updatedAt"`   // ms since the epoch; the last (re-)install
 	Grants       []Grant `json:"grants"`
+	// Revoked lists the permissions the user revoked and has not granted
+	// again: the runtime refuses their imports with revoked_by_user, and
+	// the options page shows them.
+	Revoked []Permission `json:"revoked,omitempty"`
 }
 
 // Grant is one permission granted to one agent.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -223,9 +224,16 @@ func (ru *run) link(ctx context.Context, imports []moduleImport) (Result, bool) 
 	if d == nil {
 		return Result{}, false
 	}
-	ru.deny(ctx, mediator.Denial{AgentID: ru.spec.Agent.Profile.AgentID, Permission: string(d.Permission), Code: mediator.CodeImportNotGranted,
-		Context: mediator.DenialContext{Reason: d.Reason, Layer: "link", Details: map[string]string{"import": d.Import}}})
-	return fail(mediator.CodeImportNotGranted, "%s", d.Reason), true
+	// A grant the user took back is refused as what it is, with how to
+	// give it back, not as a permission the agent never had.
+	code, reason := mediator.CodeImportNotGranted, d.Reason
+	if slices.Contains(ru.spec.Agent.Revoked, d.Permission) {
+		code = mediator.CodeRevokedByUser
+		reason = fmt.Sprintf("the module imports %s, which needs %s: %s", d.Import, d.Permission, mediator.RevokedMessage(ru.spec.Agent.Profile.AgentID, d.Permission))
+	}
+	ru.deny(ctx, mediator.Denial{AgentID: ru.spec.Agent.Profile.AgentID, Permission: string(d.Permission), Code: code,
+		Context: mediator.DenialContext{Reason: reason, Layer: "link", Details: map[string]string{"import": d.Import}}})
+	return fail(code, "%s", reason), true
 }
 
 // ending maps how the guest stopped to a result.

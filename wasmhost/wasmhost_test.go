@@ -261,6 +261,34 @@ func TestLinkTimeDeny(t *testing.T) {
 	}
 }
 
+// TestLinkTimeDenyOfARevokedGrant: an import whose permission the user
+// revoked is refused as revoked_by_user, naming how to grant it again, in
+// the result and in the denial log; the same import never granted stays
+// import_not_granted.
+func TestLinkTimeDenyOfARevokedGrant(t *testing.T) {
+	f := newFixture(t)
+	fetchImport := wmodule{imports: []wimport{{module: HostModule, name: "fetch", params: []byte{0x7f, 0x7f}, results: []byte{0x7f}}}}.bytes()
+	rec := f.install(t, "revoked", []mediator.Permission{mediator.PermConsoleLog, mediator.PermNetworkFetch}, mediator.Capabilities{NetworkAccess: true})
+	if _, err := f.st.Revoke(context.Background(), "revoked", mediator.PermNetworkFetch); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.st.Agent(context.Background(), "revoked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sharedRuntime().Run(context.Background(), f.spec(rec, fetchImport, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Code != mediator.CodeRevokedByUser || !strings.Contains(res.Error, "nmhost grant revoked network.fetch") || !strings.Contains(res.Error, "restricted_api.fetch") {
+		t.Fatalf("result %s %q; want revoked_by_user naming the import and the grant command", res.Code, res.Error)
+	}
+	page, _ := f.st.ListDenials(context.Background(), store.DenialFilter{AgentID: "revoked"})
+	if len(page.Denials) != 1 || page.Denials[0].Code != mediator.CodeRevokedByUser || page.Denials[0].Context.Layer != "link" {
+		t.Fatalf("denial log %+v", page.Denials)
+	}
+}
+
 // TestLimits: every way a run can go wrong ends that run with its code.
 func TestLimits(t *testing.T) {
 	unreachable := wmodule{start: []byte{0x00}}.bytes()

@@ -79,10 +79,6 @@ func runAgent(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	revoked, err := st.Revocations(ctx, prof.AgentID)
-	if err != nil {
-		return err
-	}
 	cfg, err := datadir.LoadConfig(st.Dir())
 	if err != nil {
 		return err
@@ -96,7 +92,6 @@ func runAgent(ctx context.Context, env Env) error {
 		if d.Context.Layer == "" {
 			d.Context.Layer = "cli"
 		}
-		asRevoked(&d, revoked)
 		_, _ = st.LogDenial(context.WithoutCancel(ctx), d)
 	}
 	fetch, err := agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: policy, LogDenial: logDenial})
@@ -134,9 +129,7 @@ func runAgent(ctx context.Context, env Env) error {
 		if d.Context.Layer != "link" {
 			continue
 		}
-		if asRevoked(&d, revoked) {
-			status, msg = string(d.Code), d.Context.Reason
-		} else if fix := linkFix(prof, profilePath, mediator.Permission(d.Permission)); fix != "" {
+		if fix := linkFix(prof, profilePath, mediator.Permission(d.Permission)); fix != "" && d.Code == mediator.CodeImportNotGranted {
 			msg += "; " + fix
 		}
 	}

@@ -144,16 +144,3 @@ func linkFix(prof mediator.Profile, profilePath string, perm mediator.Permission
 	}
 	return ""
 }
-
-// asRevoked turns a link-time refusal of a permission the user revoked
-// into what it is: revoked_by_user, with how to grant it again. The
-// runtime only sees a missing grant; the store knows who removed it.
-func asRevoked(d *mediator.Denial, revoked []mediator.Permission) bool {
-	perm := mediator.Permission(d.Permission)
-	if d.Code != mediator.CodeImportNotGranted || d.Context.Layer != "link" || !slices.Contains(revoked, perm) {
-		return false
-	}
-	d.Code = mediator.CodeRevokedByUser
-	d.Context.Reason = fmt.Sprintf("the module imports %s, which needs %s: %s", d.Context.Details["import"], perm, mediator.RevokedMessage(d.AgentID, perm))
-	return true
-}

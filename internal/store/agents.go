@@ -144,6 +144,9 @@ func agentTx(ctx context.Context, q queryer, id string) (mediator.AgentRecord, e
 	if rec.Grants, err = grantsTx(ctx, q, id); err != nil {
 		return mediator.AgentRecord{}, err
 	}
+	if rec.Revoked, err = revocationsTx(ctx, q, id); err != nil {
+		return mediator.AgentRecord{}, err
+	}
 	return rec, nil
 }
 
@@ -225,6 +228,24 @@ func (s *Store) ListAgents(ctx context.Context) ([]mediator.AgentRecord, error) 
 	}
 	if err := grows.Err(); err != nil {
 		return nil, storeErr("list grants", err)
+	}
+	rrows, err := s.db.QueryContext(ctx, `SELECT agent_id, permission FROM revocations ORDER BY agent_id, permission`)
+	if err != nil {
+		return nil, storeErr("list revocations", err)
+	}
+	defer rrows.Close()
+	for rrows.Next() {
+		var id string
+		var perm mediator.Permission
+		if err := rrows.Scan(&id, &perm); err != nil {
+			return nil, storeErr("list revocations", err)
+		}
+		if i, ok := byID[id]; ok {
+			out[i].Revoked = append(out[i].Revoked, perm)
+		}
+	}
+	if err := rrows.Err(); err != nil {
+		return nil, storeErr("list revocations", err)
 	}
 	return out, nil
 }

@@ -50,6 +50,12 @@ func TestRevocationSticks(t *testing.T) {
 		if got, _ := s.Revocations(ctx, "fetcher"); !slices.Equal(got, []mediator.Permission{fetch}) {
 			t.Fatalf("%s: Revocations = %v", when, got)
 		}
+		if rec, err := s.Agent(ctx, "fetcher"); err != nil || !slices.Equal(rec.Revoked, []mediator.Permission{fetch}) {
+			t.Fatalf("%s: Agent().Revoked = %v, %v", when, rec.Revoked, err)
+		}
+		if all, err := s.ListAgents(ctx); err != nil || len(all) != 1 || !slices.Equal(all[0].Revoked, []mediator.Permission{fetch}) {
+			t.Fatalf("%s: ListAgents = %+v, %v", when, all, err)
+		}
 	}
 	wantRevoked("after revoke")
 

@@ -83,3 +83,24 @@ func CheckPrivate(dir string) error {
 	}
 	return nil
 }
+
+// PublishSecret creates path (in dir) holding text, owner-only, or fails
+// with an error matching fs.ErrExist when it already exists. The text is
+// written whole to a private temporary file and linked into place: the
+// link is atomic and never replaces a file, so two processes creating the
+// same secret at once end up with one, and neither reads the other's
+// half-written file (the loser reads the winner's).
+func PublishSecret(dir, path, text string) error {
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".new-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, werr := f.WriteString(text)
+	cerr := f.Chmod(0o600) // CreateTemp's 0600 already; explicit against odd platforms
+	serr := f.Sync()
+	if err := errors.Join(werr, cerr, serr, f.Close()); err != nil {
+		return err
+	}
+	return os.Link(f.Name(), path)
+}

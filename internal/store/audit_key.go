@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -59,7 +60,7 @@ func (s *Store) auditKey(create bool) (auditKey, error) {
 		return auditKey{}, fmt.Errorf("audit key: %w", err)
 	}
 	// ErrExist: another process made the key first; everyone uses theirs.
-	if err := publishAuditKey(s.dir, path, skey+"\n"+vkey+"\n"); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := datadir.PublishSecret(s.dir, path, skey+"\n"+vkey+"\n"); err != nil && !errors.Is(err, fs.ErrExist) {
 		return auditKey{}, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot create the audit key " + path, Err: err}
 	}
 	return readAuditKey(path)
@@ -79,25 +80,6 @@ func checkPrivateDir(dir string) error {
 		return mediator.Errorf(mediator.CodeInternal, "audit key: the data dir %s has mode %#o, so others could replace the signing key; refusing it (chmod 700 it)", dir, fi.Mode().Perm())
 	}
 	return nil
-}
-
-// publishAuditKey writes the key whole to a private temporary file and
-// links it into place. The link never replaces a file, so two processes
-// creating the key at once end up with one key, and neither reads the
-// other's half-written file.
-func publishAuditKey(dir, path, text string) error {
-	f, err := os.CreateTemp(dir, AuditKeyFile+".new-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	_, werr := f.WriteString(text)
-	cerr := f.Chmod(0o600) // CreateTemp's 0600 already; explicit against odd platforms
-	serr := f.Sync()
-	if err := errors.Join(werr, cerr, serr, f.Close()); err != nil {
-		return err
-	}
-	return os.Link(f.Name(), path)
 }
 
 // readAuditKey loads the key, refusing a file that is a symlink, not a

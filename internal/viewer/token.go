@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/agentgate/nmhost/internal/datadir"
 )
 
 // TokenFile is the access token's file name in the data dir.
@@ -53,7 +55,7 @@ func LoadOrCreateToken(dir string) (Token, error) {
 			return Token{}, fmt.Errorf("viewer token: %w", err)
 		}
 		s := base64.RawURLEncoding.EncodeToString(raw)
-		err = publishToken(dir, path, s)
+		err = datadir.PublishSecret(dir, path, s+"\n")
 		if errors.Is(err, fs.ErrExist) {
 			continue // another start won; read its token
 		}
@@ -63,26 +65,6 @@ func LoadOrCreateToken(dir string) (Token, error) {
 		return Token{s: s}, nil
 	}
 	return Token{}, fmt.Errorf("viewer token[%s]: created and removed by another process while starting", path)
-}
-
-// publishToken writes the token whole to a private temporary file and
-// links it into place. The link is atomic and never replaces a file, so two
-// `nmhost serve` starting at once cannot each hand out their own token, and
-// neither can read the other's half-written file: the loser gets ErrExist
-// and reads the winner's.
-func publishToken(dir, path, token string) error {
-	f, err := os.CreateTemp(dir, TokenFile+".new-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	_, werr := f.WriteString(token + "\n")
-	cerr := f.Chmod(0o600) // CreateTemp's 0600 already; explicit against odd platforms
-	serr := f.Sync()
-	if err := errors.Join(werr, cerr, serr, f.Close()); err != nil {
-		return err
-	}
-	return os.Link(f.Name(), path)
 }
 
 func readToken(path string) (Token, error) {

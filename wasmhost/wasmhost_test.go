@@ -268,7 +268,7 @@ func TestLinkTimeDeny(t *testing.T) {
 func TestLinkTimeDenyOfARevokedGrant(t *testing.T) {
 	f := newFixture(t)
 	fetchImport := wmodule{imports: []wimport{{module: HostModule, name: "fetch", params: []byte{0x7f, 0x7f}, results: []byte{0x7f}}}}.bytes()
-	rec := f.install(t, "revoked", []mediator.Permission{mediator.PermConsoleLog, mediator.PermNetworkFetch}, mediator.Capabilities{NetworkAccess: true})
+	f.install(t, "revoked", []mediator.Permission{mediator.PermConsoleLog, mediator.PermNetworkFetch}, mediator.Capabilities{NetworkAccess: true})
 	if _, err := f.st.Revoke(context.Background(), "revoked", mediator.PermNetworkFetch); err != nil {
 		t.Fatal(err)
 	}

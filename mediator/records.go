@@ -47,7 +47,7 @@ type Preference struct {
 	ID        int64  `json:"id"`
 	AgentID   string `json:"agentId"`
 	Operation string `json:"operation"`
-	Target    string `json:"target,omitempty"` // host for fetches, origin for page writes
+	Target    string `json:"target,omitempty"` // TargetKey: method and canonical origin for fetches, the page's origin for writes
 	Answer    Answer `json:"answer"`
 	CreatedAt int64  `json:"createdAt"` // ms since the epoch
 }

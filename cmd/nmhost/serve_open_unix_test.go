@@ -3,9 +3,7 @@
 package main
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -33,23 +31,8 @@ func TestServeOpenKeepsTheTokenOutOfArgv(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(nmhostBin, "serve", "--port", "0", "--open")
-	cmd.Env = append(hostEnv(dir), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "OPENER_RECORD="+record)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	m := viewerURL.FindStringSubmatch(strings.TrimSuffix(line, "\n"))
-	if err != nil || m == nil {
-		t.Fatalf("first line %q (%v); stderr:\n%s", line, err, stderr.String())
-	}
+	sp := startServe(t, append(hostEnv(dir), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "OPENER_RECORD="+record), "--port", "0", "--open")
+	cmd, stderr, m := sp.cmd, sp.stderr, sp.url
 	link, token := m[0], m[2]
 
 	recorded := make(chan []byte, 1)

@@ -20,27 +20,8 @@ var viewerURL = regexp.MustCompile(`^http://127\.0\.0\.1:([0-9]+)/#token=([A-Za-
 
 func TestServePrintsItsURLFirstAndStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(nmhostBin, "serve", "--port", "0")
-	cmd.Env = hostEnv(dir)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	r := bufio.NewReader(stdout)
-	line, err := r.ReadString('\n')
-	if err != nil {
-		t.Fatalf("no first line: %v; stderr:\n%s", err, stderr.String())
-	}
-	m := viewerURL.FindStringSubmatch(strings.TrimSuffix(line, "\n"))
-	if m == nil {
-		t.Fatalf("first line %q is not http://127.0.0.1:PORT/#token=TOKEN", line)
-	}
+	sp := startServe(t, hostEnv(dir), "--port", "0")
+	cmd, r, stderr, line, m := sp.cmd, sp.out, sp.stderr, sp.line, sp.url
 	file, err := os.ReadFile(filepath.Join(dir, "viewer-token"))
 	if err != nil || strings.TrimSpace(string(file)) != m[2] {
 		t.Fatalf("the printed token is not the one in the data dir: %q %v", file, err)
@@ -50,7 +31,7 @@ func TestServePrintsItsURLFirstAndStopsCleanly(t *testing.T) {
 	}
 	// What a browser requests for the printed URL: the fragment stays
 	// behind, the page comes without the token and sets no cookie.
-	page, err := http.Get(strings.TrimSuffix(line, "\n"))
+	page, err := http.Get(line)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,24 +58,44 @@ func TestServePrintsItsURLFirstAndStopsCleanly(t *testing.T) {
 		t.Fatalf("stdout carried more than the URL: %q", rest)
 	}
 	// The next start keeps the token.
-	out := serveOnce(t, dir, "--port", "0")
+	out := startServe(t, hostEnv(dir), "--port", "0").line
 	if !strings.Contains(out, m[2]) {
 		t.Fatalf("a restart printed another token: %q", out)
 	}
 }
 
-// serveOnce starts serve, returns its first stdout line and stops it.
-func serveOnce(t *testing.T, dir string, args ...string) string {
+// servedProcess is a running `nmhost serve` whose first stdout line has
+// been read: the URL it printed, split by viewerURL.
+type servedProcess struct {
+	cmd    *exec.Cmd
+	out    *bufio.Reader // stdout after the first line
+	stderr *lockedBuffer
+	line   string   // the first line, without its newline
+	url    []string // viewerURL's submatches of line
+}
+
+// startServe starts serve with env and args and waits for its first line,
+// which must be the viewer's URL; the process is killed when the test ends.
+func startServe(t *testing.T, env []string, args ...string) *servedProcess {
 	t.Helper()
-	cmd := exec.Command(nmhostBin, append([]string{"serve"}, args...)...)
-	cmd.Env = hostEnv(dir)
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
+	sp := &servedProcess{cmd: exec.Command(nmhostBin, append([]string{"serve"}, args...)...), stderr: &lockedBuffer{}}
+	sp.cmd.Env = env
+	sp.cmd.Stderr = sp.stderr
+	stdout, err := sp.cmd.StdoutPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	return line
+	if err := sp.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.cmd.Process.Kill(); sp.cmd.Wait() })
+	sp.out = bufio.NewReader(stdout)
+	line, err := sp.out.ReadString('\n')
+	sp.line = strings.TrimSuffix(line, "\n")
+	if sp.url = viewerURL.FindStringSubmatch(sp.line); err != nil || sp.url == nil {
+		t.Fatalf("first line %q (%v) is not http://127.0.0.1:PORT/#token=TOKEN; stderr:\n%s", line, err, sp.stderr.String())
+	}
+	return sp
 }
 
 func TestServeRefusesUnsafeStarts(t *testing.T) {

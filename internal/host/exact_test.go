@@ -1,10 +1,13 @@
 package host
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy"
 )
 
 // TestMessagesAreReadExactly: a message must have one reading. A member
@@ -42,6 +45,55 @@ func TestMessagesAreReadExactly(t *testing.T) {
 				}
 			case <-time.After(20 * time.Second):
 				t.Fatal("no reply")
+			}
+		})
+	}
+}
+
+// TestFetchHeadersAreBoundedWhileDecoded: headers past netproxy's limits
+// are refused while the message is decoded, before they are held; the
+// target is never contacted.
+func TestFetchHeadersAreBoundedWhileDecoded(t *testing.T) {
+	web := newCanary(t)
+	many := func(n int, value string) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"X-H%d":%q`, i, value)
+		}
+		return "{" + b.String() + "}"
+	}
+	cases := []struct {
+		name, headers string
+		ok            bool
+	}{
+		{"at the count limit", many(netproxy.MaxHeaders, "v"), true},
+		{"one header too many", many(netproxy.MaxHeaders+1, "v"), false},
+		{"a million headers", many(1_000_000, ""), false},
+		{"over the byte limit", many(2, strings.Repeat("v", netproxy.MaxHeaderBytes/2)), false},
+		{"a value that is not a string", `{"X-A":1}`, false},
+		{"an array", `["X-A"]`, false},
+		{"null", `null`, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, true)
+			h.install("hdr", []string{"network.fetch"}, true, hostPort(web.URL))
+			before := web.hits.Load()
+			msg := fmt.Sprintf(`{"id":"h","type":"network-fetch","agentId":"hdr","url":%q,"options":{"headers":%s}}`, web.URL, c.headers)
+			go h.in.Write(frameOf([]byte(msg)))
+			select {
+			case r := <-h.client.Unmatched:
+				if r.Success != c.ok || !c.ok && r.Code != string(mediator.CodeBadRequest) {
+					t.Fatalf("success=%v code=%q (%s); want success=%v", r.Success, r.Code, r.Error, c.ok)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("no reply")
+			}
+			if !c.ok && web.hits.Load() != before {
+				t.Fatal("a refused request reached the server")
 			}
 		})
 	}

@@ -35,6 +35,14 @@ const (
 	// CodeRevokedByUser: the user revoked the permission and it stays
 	// revoked until they grant it again (`nmhost grant`, the options page).
 	CodeRevokedByUser Code = "revoked_by_user"
+	// CodePermissionOutsideSet: the permission is outside the agent's
+	// permission set, the ceiling on what it may be granted.
+	CodePermissionOutsideSet Code = "permission_outside_set"
+	// CodeSetFallback: a link refused because an inferred permission set
+	// was not trusted (confidence below PermissionConfidenceThreshold, or
+	// an unknown name) and the run fell back to minimal; the denial
+	// carries the confidence.
+	CodeSetFallback Code = "permission_set_fallback"
 
 	// Network.
 	CodeNetworkDisabled  Code = "network_disabled"

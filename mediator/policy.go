@@ -65,6 +65,7 @@ type decisionFacts struct {
 	granted bool
 	revoked bool
 	caps    Capabilities
+	set     SetChoice  // Set "": the profile names none (bounded at link time instead)
 	pref    Preference // ID 0: none that applies
 }
 
@@ -89,7 +90,7 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 	c, ok := p.caps[agentID]
 	p.mu.Unlock()
 	if ok && c.profile == raw.ProfileJSON {
-		f.caps = c.caps
+		f.caps, f.set = c.caps, c.set
 		return f, nil
 	}
 	var prof Profile
@@ -97,11 +98,14 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 		return decisionFacts{}, &Error{Code: CodeInternal, Msg: "stored profile of " + agentID + " is unreadable", Err: err}
 	}
 	f.caps = prof.Capabilities
+	if prof.PermissionSet != "" {
+		f.set = DeterminePermissionSet(prof, SetInference{})
+	}
 	p.mu.Lock()
 	if len(p.caps) >= maxCachedProfiles {
 		clear(p.caps)
 	}
-	p.caps[agentID] = cachedCaps{profile: raw.ProfileJSON, caps: f.caps}
+	p.caps[agentID] = cachedCaps{profile: raw.ProfileJSON, caps: f.caps, set: f.set}
 	p.mu.Unlock()
 	return f, nil
 }
@@ -113,6 +117,7 @@ const maxCachedProfiles = 1024
 type cachedCaps struct {
 	profile string
 	caps    Capabilities
+	set     SetChoice
 }
 
 // Policy decides every operation an agent makes: grants and capabilities
@@ -175,6 +180,9 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	if !f.granted {
 		return denied(rule.Class, CodePermissionNotGranted, "grant:"+string(rule.Permission),
 			fmt.Sprintf("agent %q has not been granted %q", op.AgentID, rule.Permission))
+	}
+	if r, named := SetRule(f.set.Set); f.set.Set != "" && (!named || !r.Allows(rule.Permission)) {
+		return denied(rule.Class, CodePermissionOutsideSet, "set:"+string(f.set.Set), OutsideSetMessage(f.set.Set, rule.Permission))
 	}
 	if d, ok := capabilityDenial(rule, f.caps); !ok {
 		return d

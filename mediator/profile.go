@@ -70,6 +70,14 @@ type Profile struct {
 	ModuleSHA256 string       `json:"moduleSha256,omitempty"` // pins the module; a mismatch is refused
 	Permissions  Permissions  `json:"permissions"`
 	Capabilities Capabilities `json:"capabilities"`
+	// PermissionSet is the ceiling on the agent's grants (permsets.go).
+	// A profile may name it (source manual); without one, install infers
+	// it and stores the source and the confidence with it.
+	PermissionSet PermissionSet `json:"permissionSet,omitempty"`
+	// PermissionSource is SetSourceManual or SetSourceInferred.
+	PermissionSource string `json:"permissionSource,omitempty"`
+	// PermissionConfidence is an inferred set's confidence, 0 to 1.
+	PermissionConfidence float64 `json:"permissionConfidence,omitempty"`
 }
 
 // Permissions is the profile's permission request.
@@ -119,6 +127,11 @@ func ParseProfile(data []byte) (Profile, error) {
 	if err := DecodeExact(data, &p); err != nil {
 		return Profile{}, &Error{Code: CodeInvalidProfile, Msg: "profile is not valid JSON of the expected shape (names match exactly; no unknown, repeated or case-variant members)", Err: err}
 	}
+	// Only the host infers: a profile that claims an inferred set, or a
+	// confidence, would be vouching for itself.
+	if p.PermissionSource != "" && p.PermissionSource != SetSourceManual || p.PermissionConfidence != 0 {
+		return Profile{}, Errorf(CodeInvalidProfile, "permissionSource and permissionConfidence are set by the host; a profile may only name a permissionSet")
+	}
 	if err := p.Normalize(); err != nil {
 		return Profile{}, err
 	}
@@ -148,6 +161,9 @@ func (p *Profile) Normalize() error {
 	}
 	if p.Permissions.Optional, err = normalizePermissions(p.Permissions.Optional); err != nil {
 		return fmt.Errorf("permissions.optional: %w", err)
+	}
+	if err := p.normalizeSet(); err != nil {
+		return err
 	}
 	c := &p.Capabilities
 	if len(c.AllowedHosts) > MaxAllowedHosts {
@@ -217,3 +233,35 @@ func IsHexSHA256(s string) bool {
 }
 
 func isControl(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }
+
+// normalizeSet checks the permission set fields: a named set is one of
+// the six, a manual set says so, an inferred one carries its confidence,
+// and a set bounds the permissions the profile requires.
+func (p *Profile) normalizeSet() error {
+	switch {
+	case p.PermissionSet == "" && (p.PermissionSource != "" || p.PermissionConfidence != 0):
+		return Errorf(CodeInvalidProfile, "permissionSource and permissionConfidence need a permissionSet")
+	case p.PermissionSet == "":
+		return nil
+	}
+	if _, err := ParsePermissionSet(string(p.PermissionSet)); err != nil {
+		return err
+	}
+	switch p.PermissionSource {
+	case "":
+		p.PermissionSource = SetSourceManual
+	case SetSourceManual, SetSourceInferred:
+	default:
+		return Errorf(CodeInvalidProfile, "permissionSource %q must be manual or inferred", Truncate(p.PermissionSource, 32))
+	}
+	if p.PermissionSource == SetSourceManual && p.PermissionConfidence != 0 {
+		return Errorf(CodeInvalidProfile, "a manual permissionSet carries no confidence")
+	}
+	if !(p.PermissionConfidence >= 0 && p.PermissionConfidence <= 1) {
+		return Errorf(CodeInvalidProfile, "permissionConfidence must be between 0 and 1")
+	}
+	if perm, out := OutsideSet(p.PermissionSet, p.Permissions.Required); out {
+		return Errorf(CodePermissionOutsideSet, "permissions.required: %s", OutsideSetMessage(p.PermissionSet, perm))
+	}
+	return nil
+}

@@ -90,6 +90,7 @@ type run struct {
 	calls   int
 	out     bytes.Buffer
 	denials []mediator.Denial
+	set     runSet // chosen once the imports are read; its zero value links nothing but input and result
 }
 
 type runKey struct{}
@@ -136,9 +137,12 @@ func (ru *run) execute(ctx context.Context) Result {
 	// breaks a limit, and before it costs a compile.
 	info, verr := validate(ru.spec.Module)
 	if info.importsRead {
+		ru.set = ru.chooseSet(sha, info)
 		if res, denied := ru.link(ctx, info.imports); denied {
 			return res
 		}
+		p.Capabilities.ExecutionTimeout = ru.set.timeout(p.Capabilities)
+		ru.spec.Agent.Profile.Capabilities.ExecutionTimeout = p.Capabilities.ExecutionTimeout
 	}
 	if verr != nil {
 		return fail(mediator.CodeOf(verr), "%s", mediator.MessageOf(verr))
@@ -186,6 +190,9 @@ func (ru *run) execute(ctx context.Context) Result {
 		WithStdin(bytes.NewReader(nil)).
 		WithStdout(out).WithStderr(out).
 		WithRandSource(rand.Reader)
+	for _, kv := range ru.set.env(p.AgentID, ru.spec.SessionLevel) {
+		mc = mc.WithEnv(kv[0], kv[1])
+	}
 	exports := compiled.ExportedFunctions()
 	_, hasStart := exports["_start"]
 	_, hasRun := exports["run"]
@@ -220,19 +227,24 @@ func (ru *run) link(ctx context.Context, imports []moduleImport) (Result, bool) 
 	for _, g := range ru.spec.Agent.Grants {
 		granted[g.Permission] = true
 	}
-	d := checkImports(imports, func(p mediator.Permission) bool { return granted[p] })
+	// The set bounds the grants: a run links their intersection.
+	d := checkImports(imports, func(p mediator.Permission) bool { return granted[p] && ru.set.rule.Allows(p) })
 	if d == nil {
 		return Result{}, false
 	}
 	// A grant the user took back is refused as what it is, with how to
 	// give it back, not as a permission the agent never had.
 	code, reason := mediator.CodeImportNotGranted, d.Reason
-	if slices.Contains(ru.spec.Agent.Revoked, d.Permission) {
+	details := map[string]string{"import": d.Import}
+	switch {
+	case granted[d.Permission] && !ru.set.rule.Allows(d.Permission):
+		code, reason = ru.set.outside(d.Import, d.Permission, details)
+	case slices.Contains(ru.spec.Agent.Revoked, d.Permission):
 		code = mediator.CodeRevokedByUser
 		reason = fmt.Sprintf("the module imports %s, which needs %s: %s", d.Import, d.Permission, mediator.RevokedMessage(ru.spec.Agent.Profile.AgentID, d.Permission))
 	}
 	ru.deny(ctx, mediator.Denial{AgentID: ru.spec.Agent.Profile.AgentID, Permission: string(d.Permission), Code: code,
-		Context: mediator.DenialContext{Reason: reason, Layer: "link", Details: map[string]string{"import": d.Import}}})
+		Context: mediator.DenialContext{Reason: reason, Layer: "link", Details: details}})
 	return fail(code, "%s", reason), true
 }
 

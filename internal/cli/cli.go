@@ -95,6 +95,8 @@ func route(ctx context.Context, env Env) error {
 		return runDenials(ctx, sub)
 	case "run":
 		return runAgent(ctx, sub)
+	case "inspect":
+		return runInspect(sub)
 	case "grant":
 		return runGrant(ctx, sub, true)
 	case "revoke":

@@ -15,6 +15,7 @@ var knownCodes = []mediator.Code{
 	mediator.CodeTimeout, mediator.CodeInternal,
 	mediator.CodeUnknownAgent, mediator.CodeInvalidProfile, mediator.CodeInvalidAllowedHost, mediator.CodeHashMismatch,
 	mediator.CodePermissionNotGranted, mediator.CodeUnknownPermission, mediator.CodeRevokedByUser,
+	mediator.CodePermissionOutsideSet, mediator.CodeSetFallback,
 	mediator.CodeNetworkDisabled, mediator.CodeHostNotAllowed, mediator.CodePrivateAddress, mediator.CodeSchemeNotAllowed,
 	mediator.CodeNonCanonicalHost, mediator.CodeInvalidURL, mediator.CodeHeaderNotAllowed, mediator.CodeTooManyRedirects,
 	mediator.CodeUpstreamError, mediator.CodeDNSError, mediator.CodeMethodNotAllowed, mediator.CodeBodyNotAllowed,

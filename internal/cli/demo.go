@@ -130,9 +130,13 @@ func runDemo(ctx context.Context, env Env) error {
 	d.say("1. started `nmhost %s` over pipes, as the browser does: version %s, protocol %d", origin, hello.Version, hello.Protocol)
 
 	profile := map[string]any{
-		"agentId":     "demo-reader",
-		"name":        "Demo news reader",
-		"permissions": map[string]any{"required": []string{"network.fetch", "console.log"}},
+		"agentId": "demo-reader",
+		"name":    "Demo news reader",
+		// Its fetches come through network-fetch, not its (empty) module,
+		// so the module says nothing of the set it needs: the profile
+		// names it, and the set bounds the grants.
+		"permissionSet": "network-api",
+		"permissions":   map[string]any{"required": []string{"network.fetch", "console.log"}},
 		"capabilities": map[string]any{
 			"networkAccess":    true,
 			"allowedHosts":     []string{webHost, "intranet.demo.test"},
@@ -146,7 +150,8 @@ func runDemo(ctx context.Context, env Env) error {
 	}, &rec); err != nil {
 		return err
 	}
-	d.say("2. install-agent demo-reader: granted %v; allowedHosts %v; module sha256 %.12s...", grantNames(rec), rec.Profile.Capabilities.AllowedHosts, rec.ModuleSHA256)
+	d.say("2. install-agent demo-reader: permission set %s (%s); granted %v; allowedHosts %v; module sha256 %.12s...",
+		rec.Profile.PermissionSet, rec.Profile.PermissionSource, grantNames(rec), rec.Profile.Capabilities.AllowedHosts, rec.ModuleSHA256)
 
 	d.say("3. network-fetch, each checked against the ACL before anything leaves the host:")
 	d.fetch(ctx, p.Client, "demo-reader", webURL+"/news", "", "the allowed host")

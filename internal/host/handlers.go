@@ -3,7 +3,9 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -84,6 +86,20 @@ func InstallAgent(ctx context.Context, st *store.Store, prof mediator.Profile, m
 		if !bytes.HasPrefix(module, wasmMagic) {
 			return mediator.AgentRecord{}, mediator.Errorf(mediator.CodeBadRequest, "module is not a WebAssembly binary (version 1)")
 		}
+	}
+	if module != nil && prof.ModuleSHA256 != "" {
+		// The pin first: a module that is not the one the profile names
+		// is refused as that, before anything reads it.
+		if sum := sha256.Sum256(module); hex.EncodeToString(sum[:]) != prof.ModuleSHA256 {
+			return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", prof.AgentID, mediator.Errorf(mediator.CodeHashMismatch,
+				"the module's sha256 is %s but the profile pins %s", hex.EncodeToString(sum[:]), prof.ModuleSHA256))
+		}
+	}
+	prof, err := withPermissionSet(prof, module)
+	if err != nil {
+		return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
+	}
+	if module != nil {
 		var err error
 		if sha, err = st.PutModule(ctx, module); err != nil {
 			return mediator.AgentRecord{}, fmt.Errorf("agent[%s] module: %w", prof.AgentID, err)

@@ -322,6 +322,12 @@ func (s *Store) Grant(ctx context.Context, agentID string, perm mediator.Permiss
 		if !asksFor(p, perm) {
 			return mediator.Errorf(mediator.CodeBadRequest, "agent %q did not ask for %q (it is in neither permissions.required nor permissions.optional), so it cannot be granted", agentID, perm)
 		}
+		// The set is the ceiling on grants, whoever grants.
+		if p.PermissionSet != "" {
+			if set := mediator.DeterminePermissionSet(p, mediator.SetInference{}).Set; !setAllows(set, perm) {
+				return mediator.Errorf(mediator.CodePermissionOutsideSet, "%s", mediator.OutsideSetMessage(set, perm))
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `
 INSERT INTO grants (agent_id, permission, granted_at, source) VALUES (?, ?, ?, 'user')
 ON CONFLICT (agent_id, permission) DO NOTHING`, agentID, string(perm), s.now().UnixMilli()); err != nil {
@@ -442,4 +448,9 @@ FROM agents WHERE agent_id = ?1`,
 		return mediator.Deny(mediator.CodePermissionNotGranted, fmt.Sprintf("agent %q has not been granted %q", agentID, perm))
 	}
 	return mediator.Allow(fmt.Sprintf("agent %q holds a grant of %q", agentID, perm))
+}
+
+func setAllows(set mediator.PermissionSet, perm mediator.Permission) bool {
+	_, outside := mediator.OutsideSet(set, []mediator.Permission{perm})
+	return !outside
 }

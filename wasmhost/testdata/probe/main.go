@@ -73,6 +73,8 @@ func main() {
 		case "exit":
 			n, _ := strconv.Atoi(arg)
 			os.Exit(n)
+		case "env":
+			fmt.Printf("env %q\n", os.Environ())
 		case "version":
 			fmt.Printf("abi %d\n", agent.ABIVersion())
 		}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/wasmhost"
+)
+
+// inspectReport is `nmhost inspect --json`: the inspection, and the set a
+// run would use if the profile named none.
+type inspectReport struct {
+	Module string `json:"module"`
+	wasmhost.Inspection
+	Threshold float64            `json:"threshold"`
+	Used      mediator.SetChoice `json:"used"`
+}
+
+// runInspect: nmhost inspect [--json] MODULE.wasm. It reads the module
+// only; no data dir is opened, so a reviewer can run it on a module before
+// anything is installed.
+func runInspect(env Env) error {
+	var jsonOutput bool
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.BoolVar(&jsonOutput, "json", false, "print one JSON object")
+	args, err := parse(specFor("inspect"), fs, env)
+	if err != nil {
+		return err
+	}
+	module, err := os.ReadFile(args[0])
+	if err != nil {
+		return err
+	}
+	in, err := wasmhost.Inspect(module)
+	if err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	rep := inspectReport{Module: args[0], Inspection: in, Threshold: mediator.PermissionConfidenceThreshold,
+		Used: mediator.DeterminePermissionSet(mediator.Profile{}, in.SetInference)}
+	if jsonOutput {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	kind := "side-effecting"
+	if in.Pure {
+		kind = "pure"
+	}
+	fmt.Fprintf(env.Stdout, "%s: %s, permission set %s, confidence %s\n", args[0], kind, in.Set, strconv.FormatFloat(in.Confidence, 'f', 2, 64))
+	if rep.Used.Fallback {
+		fmt.Fprintf(env.Stdout, "runs under: %s (%s)\n", rep.Used.Set, rep.Used.Warning)
+	} else {
+		fmt.Fprintf(env.Stdout, "runs under: %s\n", rep.Used.Set)
+	}
+	for _, r := range in.Reasons {
+		fmt.Fprintf(env.Stdout, "  - %s\n", r)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "IMPORT\tKIND\tPERMISSION\tUSE")
+	for _, im := range in.Imports {
+		perm := string(im.Permission)
+		if perm == "" {
+			perm = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(im.Module+"."+im.Name), im.Kind, perm, im.Use)
+	}
+	return tw.Flush()
+}

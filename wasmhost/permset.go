@@ -1,0 +1,106 @@
+package wasmhost
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// runSet is the permission set a run links under and what follows from it.
+type runSet struct {
+	choice mediator.SetChoice
+	rule   mediator.PermissionSetRule
+	// pure: every import is one minimal links, so the module runs under
+	// minimal with the shorter default timeout.
+	pure bool
+}
+
+// chooseSet decides the set of a run. A profile installed with a set (all
+// of them since install infers one) carries it; an older profile without
+// one is inferred from the module here, once per module. A pure module
+// runs under minimal whatever the profile says: its imports cannot use
+// more, and saying so keeps the audit trail honest about what it could do.
+func (ru *run) chooseSet(sha string, info *moduleInfo) runSet {
+	p := ru.spec.Agent.Profile
+	var inf mediator.SetInference
+	if p.PermissionSet == "" {
+		inf = inferCached(sha, ru.spec.Module)
+	}
+	rs := runSet{choice: mediator.DeterminePermissionSet(p, inf), pure: pureImports(info.imports)}
+	if rs.pure {
+		rs.choice.Set = mediator.SetMinimal
+	}
+	rs.rule, _ = mediator.SetRule(rs.choice.Set)
+	return rs
+}
+
+// timeout is the run's executionTimeout: pure work that kept the default
+// gets the shorter pure default instead.
+func (rs runSet) timeout(c mediator.Capabilities) int64 {
+	if rs.pure && c.ExecutionTimeout == mediator.DefaultTimeoutMS {
+		return mediator.PureTimeoutMS
+	}
+	return c.ExecutionTimeout
+}
+
+// env is the environment the set lets the module see: names from the
+// set's fixed list with values from the run, never the host's own.
+func (rs runSet) env(agentID, level string) [][2]string {
+	var out [][2]string
+	for _, name := range rs.rule.Env {
+		switch name {
+		case mediator.EnvAgentID:
+			out = append(out, [2]string{name, agentID})
+		case mediator.EnvSessionLevel:
+			out = append(out, [2]string{name, level})
+		}
+	}
+	return out
+}
+
+// outside explains a link refusal of a granted permission the set does
+// not allow. When the set is minimal because an inference was not trusted,
+// the refusal is recorded as that fallback (permission_set_fallback), with
+// the confidence, so the person sees why an agent lost a right it seemed
+// to have.
+func (rs runSet) outside(imp string, perm mediator.Permission, details map[string]string) (mediator.Code, string) {
+	msg := fmt.Sprintf("the module imports %s: %s", imp, mediator.OutsideSetMessage(rs.choice.Set, perm))
+	details["permissionSet"] = string(rs.choice.Set)
+	if !rs.choice.Fallback {
+		return mediator.CodePermissionOutsideSet, msg
+	}
+	details["confidence"] = strconv.FormatFloat(rs.choice.Confidence, 'f', 2, 64)
+	return mediator.CodeSetFallback, msg + " (" + rs.choice.Warning + ")"
+}
+
+// inferences remembers Inspect's answer per module: an older profile
+// without a set would otherwise read its whole module on every run.
+var inferences struct {
+	sync.Mutex
+	bySHA map[string]mediator.SetInference
+}
+
+const maxCachedInferences = 256
+
+func inferCached(sha string, module []byte) mediator.SetInference {
+	inferences.Lock()
+	inf, ok := inferences.bySHA[sha]
+	inferences.Unlock()
+	if ok {
+		return inf
+	}
+	in, err := Inspect(module)
+	if err != nil {
+		// validate refuses the module before anything runs anyway.
+		in.Set, in.Confidence = mediator.SetMinimal, 0
+	}
+	inferences.Lock()
+	if inferences.bySHA == nil || len(inferences.bySHA) >= maxCachedInferences {
+		inferences.bySHA = map[string]mediator.SetInference{}
+	}
+	inferences.bySHA[sha] = in.SetInference
+	inferences.Unlock()
+	return in.SetInference
+}

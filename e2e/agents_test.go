@@ -337,3 +337,20 @@ func TestClosingThePromptDenies(t *testing.T) {
 		t.Fatalf("the PUT reached the server %d times", web.hits.Load())
 	}
 }
+
+// TestOptionsPageShowsThePermissionSet: an agent installed without a set
+// gets the one its module needs, inferred, and the options page shows it
+// beside the grants with how sure the host was; one that names a set too
+// small for what it requires is refused.
+func TestOptionsPageShowsThePermissionSet(t *testing.T) {
+	ext := page(t, extURL("options.html"))
+	installAgent(t, ext, pageReaderProfile("e2e-set", "full"), modules["page-reader"])
+	small := pageReaderProfile("e2e-set-small", "full")
+	small["permissionSet"] = "readonly"
+	r := hostCall(t, ext, "install-agent", map[string]any{"profile": small})
+	if r.Success || r.Code != "permission_outside_set" {
+		t.Fatalf("a set below the required permissions was accepted: %+v", r)
+	}
+	opts := page(t, extURL("options.html"))
+	waitFor(t, opts, `document.querySelector('tr[data-agent="e2e-set"] .permission-set')?.textContent === 'mcp-standard (inferred, 1.00)'`)
+}

@@ -34,7 +34,12 @@ async function loadAgents() {
       grants.append(b, ' ');
     }
     const tr = el('tr', null, { 'data-agent': p.agentId });
-    tr.append(el('td', p.agentId), el('td', (p.permissions.required || []).join(', ')),
+    // The set is the ceiling on the grants beside it; an inferred one
+    // says how sure the host was.
+    const set = p.permissionSet
+      ? `${p.permissionSet} (${p.permissionSource === 'inferred' ? `inferred, ${Number(p.permissionConfidence || 0).toFixed(2)}` : 'manual'})`
+      : '(none named)';
+    tr.append(el('td', p.agentId), el('td', set, { class: 'permission-set' }), el('td', (p.permissions.required || []).join(', ')),
       el('td', (p.capabilities.allowedHosts || []).join(', ') || '(none)'), el('td', p.capabilities.domAccess), grants);
     return tr;
   }));

@@ -19,6 +19,8 @@ document.getElementById('reason').textContent = details.reason ? `It ${details.r
 document.getElementById('class').textContent = details.class || '';
 document.getElementById('permission').textContent = details.permission || '';
 document.getElementById('target').textContent = parts.join('; ') || '(none)';
+// The set is the ceiling on what this agent can ever be granted.
+document.getElementById('permission-set').textContent = details.permissionSet || '(none named)';
 // The reach of an "always" answer: the method and canonical origin for a
 // fetch, the page's origin for a write, or the operation as a whole.
 document.getElementById('remember-as').textContent = details.rememberAs || `every ${details.operation || '?'} by this agent`;

@@ -11,6 +11,7 @@ export async function prompt(m) {
   const details = {
     agentId: m.agentId, operation: m.operation, permission: m.permission,
     class: m.class, target: m.target || {}, rememberAs: m.rememberAs || '', reason: m.reason,
+    permissionSet: m.permissionSet || '',
   };
   const url = chrome.runtime.getURL(`prompt.html?id=${promptId}#${encodeURIComponent(JSON.stringify(details))}`);
   const win = await chrome.windows.create({ url, type: 'popup', width: 480, height: 440, focused: true });

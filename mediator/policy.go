@@ -24,6 +24,9 @@ type PolicyDecision struct {
 	// missing grant, "capability:NAME", "level:LEVEL", "preference:ID",
 	// "class:CLASS", "prompt:ANSWER".
 	DecidedBy string `json:"decidedBy"`
+	// PermissionSet is the agent's set when its profile names one: the
+	// prompt shows it beside the permission.
+	PermissionSet PermissionSet `json:"permissionSet,omitempty"`
 }
 
 // PromptRequest is what a Prompter shows the user. It carries the
@@ -38,6 +41,9 @@ type PromptRequest struct {
 	// person sees the reach of "always allow" before choosing it.
 	Target  string
 	Timeout time.Duration
+	// PermissionSet is the agent's set, shown beside the permission so
+	// the person sees the ceiling as well as the one grant in play.
+	PermissionSet PermissionSet
 }
 
 // Prompter asks the user about one operation. An error or an answer other
@@ -213,7 +219,7 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 			Reason: "a high-level session runs granted operations that need confirmation without asking"}
 	}
 	return PolicyDecision{RequiresPrompt: true, Level: rule.Class, Code: CodeConfirmRequired,
-		DecidedBy: "class:" + string(rule.Class), Reason: "it " + rule.Why}
+		DecidedBy: "class:" + string(rule.Class), Reason: "it " + rule.Why, PermissionSet: f.set.Set}
 }
 
 // capabilityDenial applies the profile's capabilities to the operation.
@@ -270,7 +276,8 @@ func (p *Policy) prompt(ctx context.Context, op Operation, d PolicyDecision) Pol
 	rule, _ := RuleFor(op)
 	pctx, cancel := context.WithTimeout(ctx, p.opts.PromptTimeout)
 	defer cancel()
-	answer, err := p.opts.Prompter.Prompt(pctx, PromptRequest{Op: op, Class: d.Level, Reason: d.Reason, Target: targetKey(rule, op), Timeout: p.opts.PromptTimeout})
+	answer, err := p.opts.Prompter.Prompt(pctx, PromptRequest{Op: op, Class: d.Level, Reason: d.Reason, Target: targetKey(rule, op),
+		Timeout: p.opts.PromptTimeout, PermissionSet: d.PermissionSet})
 	d.RequiresPrompt = false
 	if err != nil {
 		d.Code, d.DecidedBy = CodePromptTimeout, "prompt:timeout"

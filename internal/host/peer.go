@@ -170,7 +170,7 @@ func (p prompter) Prompt(ctx context.Context, req mediator.PromptRequest) (media
 		"agentId": op.AgentID, "operation": op.Name, "permission": op.Permission, "class": req.Class,
 		"target": promptTarget{Method: op.Method, URL: op.URL, Host: op.Host, Origin: op.Origin,
 			Selector: op.Selector, TextLength: op.TextLength},
-		"rememberAs": req.Target,
+		"rememberAs": req.Target, "permissionSet": req.PermissionSet,
 		"reason":     req.Reason, "timeoutMs": req.Timeout.Milliseconds(),
 	})
 	if err != nil {

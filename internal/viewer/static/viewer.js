@@ -293,6 +293,11 @@ function showRecord(rec, d) {
   const facts = [
     ['Name', p.name || ''], ['Version', p.version || ''], ['Author', p.author || ''],
     ['Module', rec.moduleSha256 ? rec.moduleSha256.slice(0, 16) + '…' : 'none'],
+    // The ceiling on the grants below; an inferred set says how sure.
+    ['Permission set', !p.permissionSet ? 'none named'
+      : p.permissionSource === 'inferred'
+        ? `${p.permissionSet} (inferred, confidence ${Number(p.permissionConfidence || 0).toFixed(2)})`
+        : `${p.permissionSet} (manual)`],
     ['Network', caps.networkAccess ? 'on' : 'off'],
     ['Allowed hosts', (caps.allowedHosts || []).join(', ') || 'none'],
     ['DOM access', caps.domAccess || 'none'],

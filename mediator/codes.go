@@ -76,6 +76,11 @@ const (
 	CodeCallLimit        Code = "call_limit"         // too many restricted API calls in one run
 	CodeExitNonZero      Code = "exit_nonzero"       // the guest exited with a non-zero status
 
+	// Workflows.
+	CodeInvalidWorkflow  Code = "invalid_workflow"  // the graph is malformed: a cycle, an unknown dependency, a repeated id, a bad expression
+	CodeNotPure          Code = "not_pure"          // a task declared pure imports or does something with a side effect
+	CodeDependencyFailed Code = "dependency_failed" // a task did not run because one it depends on failed
+
 	// Sessions and the local viewer.
 	CodeUnknownSession Code = "unknown_session"
 	CodeInvalidLevel   Code = "invalid_level"

@@ -34,6 +34,13 @@ type Operation struct {
 	// to ("low", "medium", "high"); empty means the default,
 	// medium. A level can only narrow what the grants allow, never widen it.
 	SessionLevel string `json:"sessionLevel,omitempty"`
+
+	// Workflow, Layer and Task tie a workflow task's decision to the
+	// workflow, the layer it ran in (1 for the first) and the task's id,
+	// so the audit trail reads like the workflow. Empty outside one.
+	Workflow string `json:"workflow,omitempty"`
+	Layer    int    `json:"layer,omitempty"`
+	Task     string `json:"task,omitempty"`
 }
 
 // Operation names: the restricted API (docs/abi.md) plus the extension's

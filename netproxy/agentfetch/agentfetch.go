@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/agentgate/nmhost/mediator"
@@ -61,62 +60,26 @@ type Request struct {
 	AgentID      string
 	SessionLevel string // the run's session level; "" is the default
 	netproxy.Request
+	// Authorizer decides this request instead of the Service's (a
+	// workflow's pre-approved task); nil: the Service's.
+	Authorizer mediator.Authorizer
 }
 
 // Fetch runs the checks in order (agent, grant, networkAccess, allowedHosts,
 // then the Authorizer) and, when all pass, the request itself. Every denial
 // is recorded before Fetch returns it; nothing is sent for a denied request.
 func (s *Service) Fetch(ctx context.Context, req Request) (*netproxy.Response, error) {
-	method := strings.ToUpper(req.Method)
-	if method == "" {
-		method = "GET"
-	}
-	deny := func(code mediator.Code, url, reason string) error {
-		s.cfg.LogDenial(ctx, mediator.Denial{
-			AgentID: req.AgentID, Permission: string(mediator.PermNetworkFetch), Code: code,
-			Context: mediator.DenialContext{URL: url, Reason: reason, Method: method},
-		})
-		return fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), mediator.Errorf(code, "%s", reason))
-	}
-	if err := mediator.ValidAgentID(req.AgentID); err != nil {
-		return nil, deny(mediator.CodeUnknownAgent, req.URL, mediator.MessageOf(err))
-	}
-	rec, err := s.cfg.Store.Agent(ctx, req.AgentID)
+	p, err := s.prepare(ctx, req)
 	if err != nil {
-		if mediator.CodeOf(err) == mediator.CodeUnknownAgent {
-			return nil, deny(mediator.CodeUnknownAgent, req.URL, fmt.Sprintf("agent %q is not installed", req.AgentID))
-		}
 		return nil, err
 	}
-	if d := s.cfg.Store.Check(ctx, req.AgentID, mediator.PermNetworkFetch); !d.Allowed {
-		return nil, deny(codeOr(d.Code), req.URL, d.Reason)
+	op, rec, acl := p.op, p.rec, p.acl
+	auth := s.cfg.Authorizer
+	if req.Authorizer != nil {
+		auth = req.Authorizer
 	}
-	// What the fetch would refuse anyway (a method outside the table, a
-	// body on GET, a forbidden header) is refused before anybody is asked,
-	// so no prompt can show it and no "always allow" can remember it.
-	if d := s.cfg.Fetcher.CheckRequest(req.Request); !d.Allowed {
-		return nil, deny(codeOr(d.Code), req.URL, d.Reason)
-	}
-	if !rec.Profile.Capabilities.NetworkAccess {
-		return nil, deny(mediator.CodeNetworkDisabled, req.URL, "the agent's profile does not enable networkAccess")
-	}
-	acl, err := s.acls.get(rec)
-	if err != nil {
-		return nil, deny(mediator.CodeInvalidAllowedHost, req.URL, mediator.MessageOf(err))
-	}
-	// The ACL is checked here, before the policy, so that a host the user
-	// never allowed is refused without a prompt; Fetch checks it again on
-	// the URL it actually sends, and on every redirect hop.
-	target, d := acl.Check(req.URL)
-	if !d.Allowed {
-		return nil, deny(codeOr(d.Code), req.URL, d.Reason)
-	}
-	op := mediator.Operation{
-		AgentID: req.AgentID, Permission: mediator.PermNetworkFetch, Name: mediator.OpNetworkFetch,
-		Method: method, URL: target.URL.String(), Host: target.Host, TextLength: len(req.Body),
-		SessionLevel: req.SessionLevel,
-	}
-	done, err := s.cfg.Authorizer.Authorize(ctx, op)
+	deny := p.deny
+	done, err := auth.Authorize(ctx, op)
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), err)
 	}
@@ -128,7 +91,7 @@ func (s *Service) Fetch(ctx context.Context, req Request) (*netproxy.Response, e
 	req.Request.DecideHop = func(ctx context.Context, hop netproxy.Hop) error {
 		hopOp := op
 		hopOp.Method, hopOp.URL, hopOp.Host, hopOp.TextLength, hopOp.Hop = hop.Method, hop.URL, hop.Host, hop.BodyLen, hop.N
-		hopDone, err := s.cfg.Authorizer.Authorize(ctx, hopOp)
+		hopDone, err := auth.Authorize(ctx, hopOp)
 		if err != nil {
 			return fmt.Errorf("redirect %d: %w", hop.N, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 	"time"
@@ -170,7 +171,11 @@ func (s *Store) checkLogEnds(ctx context.Context, q querier, oldSize int64) (int
 	size := min(leaves, maxSeq)
 	switch {
 	case oldSize > size:
-		return 0, mediator.Errorf(mediator.CodeAuditTruncated, "the log has %d records but the checkpoint signed %d: records %d-%d were removed since", size, oldSize, size+1, oldSize)
+		gone := fmt.Sprintf("records %d-%d were", size+1, oldSize)
+		if size+1 == oldSize {
+			gone = fmt.Sprintf("record %d was", oldSize)
+		}
+		return 0, mediator.Errorf(mediator.CodeAuditTruncated, "the log has %d records but the checkpoint signed %d: %s removed since", size, oldSize, gone)
 	case leaves != maxSeq || leafRows != leaves || records != maxSeq:
 		return 0, mediator.Errorf(mediator.CodeAuditInconsistent, "the log's records (%d, the last numbered %d) do not match its tree (%d leaves, the last numbered %d): records or their stored hashes were removed (run nmhost audit verify)", records, maxSeq, leafRows, leaves)
 	}

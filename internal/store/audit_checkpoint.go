@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -124,7 +125,7 @@ func (s *Store) CheckAuditCheckpoint(ctx context.Context, cp []byte) (AuditExten
 		if err != nil {
 			return err
 		}
-		hr := dbHashes{ctx, q}
+		hr := checkedHashes{dbHashes{ctx, q}}
 		root, err := tlog.TreeHash(size, hr)
 		if err != nil {
 			return err
@@ -157,14 +158,15 @@ func (s *Store) CheckAuditCheckpoint(ctx context.Context, cp []byte) (AuditExten
 }
 
 // checkLogEnds returns the log's size after the cheap checks that the
-// records and the tree agree: as many records as leaves, numbered without
-// gaps, at least oldSize of them, and the records at both ends (the kept
-// checkpoint's newest and the log's newest) matching their leaves.
+// records and the tree agree at their ends: the newest record and the
+// newest leaf have the same number, at least oldSize, and the records at
+// both ends (the kept checkpoint's newest and the log's newest) match
+// their leaves. Counting rows would catch a record removed from the middle
+// too, but costs a scan of the whole log; VerifyAudit catches that.
 func (s *Store) checkLogEnds(ctx context.Context, q querier, oldSize int64) (int64, error) {
-	var leaves, leafRows, records, maxSeq int64
+	var leaves, maxSeq int64
 	err := q.QueryRowContext(ctx, `SELECT
-		(SELECT coalesce(max(seq), 0) FROM audit_tree), (SELECT count(*) FROM audit_tree),
-		(SELECT count(*) FROM audit), (SELECT coalesce(max(seq), 0) FROM audit)`).Scan(&leaves, &leafRows, &records, &maxSeq)
+		(SELECT coalesce(max(seq), 0) FROM audit_tree), (SELECT coalesce(max(seq), 0) FROM audit)`).Scan(&leaves, &maxSeq)
 	if err != nil {
 		return 0, err
 	}
@@ -176,18 +178,22 @@ func (s *Store) checkLogEnds(ctx context.Context, q querier, oldSize int64) (int
 			gone = fmt.Sprintf("record %d was", oldSize)
 		}
 		return 0, mediator.Errorf(mediator.CodeAuditTruncated, "the log has %d records but the checkpoint signed %d: %s removed since", size, oldSize, gone)
-	case leaves != maxSeq || leafRows != leaves || records != maxSeq:
-		return 0, mediator.Errorf(mediator.CodeAuditInconsistent, "the log's records (%d, the last numbered %d) do not match its tree (%d leaves, the last numbered %d): records or their stored hashes were removed (run nmhost audit verify)", records, maxSeq, leafRows, leaves)
+	case leaves != maxSeq:
+		return 0, mediator.Errorf(mediator.CodeAuditInconsistent, "the log's newest record is %d but its tree's newest leaf is %d: records or their stored hashes were removed (run nmhost audit verify)", maxSeq, leaves)
 	}
 	for _, seq := range []int64{oldSize, size} {
 		if seq == 0 {
 			continue
 		}
 		var body []byte
-		if err := q.QueryRowContext(ctx, `SELECT body FROM audit WHERE seq = ?`, seq).Scan(&body); err != nil {
+		err := q.QueryRowContext(ctx, `SELECT body FROM audit WHERE seq = ?`, seq).Scan(&body)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, mediator.Errorf(mediator.CodeAuditInconsistent, "audit record %d is missing (run nmhost audit verify)", seq)
+		}
+		if err != nil {
 			return 0, err
 		}
-		stored, err := dbHashes{ctx, q}.ReadHashes([]int64{tlog.StoredHashIndex(0, seq-1)})
+		stored, err := checkedHashes{dbHashes{ctx, q}}.ReadHashes([]int64{tlog.StoredHashIndex(0, seq-1)})
 		if err != nil {
 			return 0, err
 		}
@@ -196,4 +202,27 @@ func (s *Store) checkLogEnds(ctx context.Context, q querier, oldSize int64) (int
 		}
 	}
 	return size, nil
+}
+
+// checkedHashes reads stored hashes like dbHashes, and tells a row that is
+// missing or cut short (the tree was tampered with: audit_inconsistent)
+// from a failure to read (internal_error).
+type checkedHashes struct{ dbHashes }
+
+func (r checkedHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	hs, err := r.dbHashes.ReadHashes(indexes)
+	if err == nil || r.ctx.Err() != nil {
+		return hs, err
+	}
+	for _, idx := range indexes {
+		seq, pos := storedOwner(idx)
+		var n int64
+		switch e := r.q.QueryRowContext(r.ctx, `SELECT length(hashes) FROM audit_tree WHERE seq = ?`, seq).Scan(&n); {
+		case errors.Is(e, sql.ErrNoRows):
+			return nil, mediator.Errorf(mediator.CodeAuditInconsistent, "the stored hashes of audit record %d are missing: they were removed (run nmhost audit verify)", seq)
+		case e == nil && (n%tlog.HashSize != 0 || n < (pos+1)*tlog.HashSize):
+			return nil, mediator.Errorf(mediator.CodeAuditInconsistent, "the stored hashes of audit record %d are cut short: they were edited (run nmhost audit verify)", seq)
+		}
+	}
+	return nil, err
 }

@@ -131,6 +131,12 @@ func TestCheckAuditCheckpointRefusesTampering(t *testing.T) {
 			code: mediator.CodeAuditInconsistent},
 		{name: "stored hashes removed", tamper: execSQL(`DELETE FROM audit_tree WHERE seq = 6`),
 			code: mediator.CodeAuditInconsistent},
+		// Record 6 is leaf 5: its row holds the leaf and the level-1 node
+		// of leaves 4-5, which the head of 7 reads.
+		{name: "stored hashes cut short", tamper: execSQL(`UPDATE audit_tree SET hashes = substr(hashes, 1, 32) WHERE seq = 6`),
+			code: mediator.CodeAuditInconsistent},
+		{name: "the newest record deleted, its leaf left", tamper: execSQL(`DELETE FROM audit WHERE seq = 7`),
+			code: mediator.CodeAuditInconsistent},
 		{name: "signed by another key", checkpoint: func(t *testing.T, s *Store, _ []byte) []byte { return otherKey(t, s) },
 			code: mediator.CodeAuditBadSignature},
 		{name: "size altered after signing", checkpoint: func(t *testing.T, s *Store, cp []byte) []byte {
@@ -247,5 +253,35 @@ func TestCheckpointTime(t *testing.T) {
 				t.Fatalf("CheckpointTime = %s %v; want %v", got, ok, c.ok)
 			}
 		})
+	}
+}
+
+// BenchmarkCheckAuditCheckpoint1M: the check the extension and the viewer
+// run on every start, on a log of 1,000,000 records against a checkpoint
+// of the first 500,000 (BenchmarkVerifyAudit1M is the full walk).
+func BenchmarkCheckAuditCheckpoint1M(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1_000_000
+	if err := fillBenchLog(ctx, s, 1, n/2); err != nil {
+		b.Fatal(err)
+	}
+	cp, _, _, err := s.AuditCheckpoint(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := fillBenchLog(ctx, s, n/2+1, n); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		ext, err := s.CheckAuditCheckpoint(ctx, cp)
+		if err != nil || ext.Size != n || ext.OldSize != n/2 {
+			b.Fatalf("%+v %v", ext, err)
+		}
 	}
 }

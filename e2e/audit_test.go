@@ -78,3 +78,42 @@ func TestOptionsPageShowsTheAuditTrailBreak(t *testing.T) {
 		t.Fatalf("a new chain keeps %d records; want %d", kept, size-2)
 	}
 }
+
+// TestViewerPageShowsTheAuditTrailBreak: the viewer page keeps its own
+// checkpoint in localStorage and checks it on each load, the same way.
+func TestViewerPageShowsTheAuditTrailBreak(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	st, err := store.Open(data, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for range 4 {
+		e := mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: mediator.Operation{AgentID: "e2e-viewed", Name: mediator.OpLog}, Reason: "e2e"}
+		if _, err := st.AppendAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := startViewer(t, data)
+	view := page(t, link)
+	waitFor(t, view, `document.getElementById('audit-status').classList.contains('consistent')`)
+	if line := eval[string](t, view, `document.getElementById('audit-status').textContent`); !strings.HasPrefix(line, "audit trail consistent since ") || !strings.HasSuffix(line, "(4 records)") {
+		t.Fatalf("the viewer says %q", line)
+	}
+
+	db, err := sql.Open("sqlite", filepath.Join(data, "nmhost.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DELETE FROM audit WHERE seq > 1; DELETE FROM audit_tree WHERE seq > 1`); err != nil {
+		t.Fatal(err)
+	}
+	again := page(t, link)
+	waitFor(t, again, `document.getElementById('audit-status').classList.contains('broken')`)
+	if line := eval[string](t, again, `document.getElementById('audit-status').textContent`); !strings.HasPrefix(line, "audit trail broken: the log is shorter than the checkpoint seen at ") || !strings.HasSuffix(line, "(audit_truncated)") {
+		t.Fatalf("after truncation the viewer says %q", line)
+	}
+	screenshot(t, again, "viewer-audit-broken")
+}

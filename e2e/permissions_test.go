@@ -28,7 +28,7 @@ func TestManifestAsksForTheLeast(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(perms)
-	want := []string{"activeTab", "clipboardRead", "clipboardWrite", "nativeMessaging", "notifications", "offscreen", "scripting"}
+	want := []string{"activeTab", "clipboardRead", "clipboardWrite", "nativeMessaging", "notifications", "offscreen", "scripting", "storage"}
 	if !slices.Equal(perms, want) {
 		t.Errorf("permissions %v; want %v", perms, want)
 	}

@@ -1,5 +1,7 @@
 // The options page reads everything from the host: agents, grants,
-// remembered answers and the denial log. It keeps no state of its own.
+// remembered answers and the denial log. It keeps no state of its own;
+// the audit trail's checkpoint is the service worker's (audit.js), which
+// checks it again each time this page opens.
 import { host, el } from './host.js';
 
 const $ = (id) => document.getElementById(id);
@@ -87,7 +89,41 @@ async function refresh() {
   }
 }
 
+const breaks = {
+  audit_truncated: (at) => `the log is shorter than the checkpoint seen at ${at}: records were removed`,
+  audit_inconsistent: (at) => `the log does not extend the checkpoint seen at ${at}: records were rewritten`,
+  audit_bad_signature: (at) => `the checkpoint seen at ${at} is not signed by the host's key`,
+};
+
+function when(ms) {
+  return ms ? new Date(ms).toLocaleString() : 'an unknown time';
+}
+
+// describeAudit is the line a person reads for an outcome of audit.js.
+function describeAudit(o) {
+  if (o?.state === 'consistent') return `audit trail consistent since ${when(o.since)} (${o.size} records)`;
+  if (o?.state === 'broken' && breaks[o.code]) return `audit trail broken: ${breaks[o.code](when(o.seenAt))} (${o.code})`;
+  return `audit trail not checked: ${o?.code || 'internal_error'}: ${o?.error || 'no answer'}`;
+}
+
+async function checkAudit(type = 'audit-check') {
+  const line = $('audit-status');
+  let o;
+  try {
+    o = await chrome.runtime.sendMessage({ type });
+  } catch (e) {
+    o = { state: 'unknown', code: 'internal_error', error: String(e.message || e) };
+  }
+  line.textContent = describeAudit(o);
+  line.title = o?.error || '';
+  line.className = `audit ${o?.state || 'unknown'}`;
+  line.dataset.state = o?.state || 'unknown';
+  line.dataset.code = o?.code || '';
+  $('audit-restart').hidden = o?.state !== 'broken';
+}
+
 $('refresh').addEventListener('click', refresh);
+$('audit-restart').addEventListener('click', () => checkAudit('audit-restart'));
 $('fetch-go').addEventListener('click', async () => {
   const out = $('fetch-result');
   out.textContent = 'fetching...';
@@ -103,3 +139,4 @@ $('fetch-go').addEventListener('click', async () => {
   loadDenials();
 });
 refresh();
+checkAudit();

@@ -4,6 +4,7 @@ import { native } from './native.js';
 import { browserCall, bindTab } from './browser.js';
 import { prompt, promptAnswered } from './prompts.js';
 import { installBundledAgents } from './agents.js';
+import { checkAudit, restartAudit } from './audit.js';
 
 // Requests an extension page may forward to the host.
 const PAGE_REQUESTS = new Set([
@@ -37,6 +38,9 @@ const pageHandlers = {
     }
   },
   'prompt-answer': async (msg) => ({ success: promptAnswered(msg.promptId, msg.answer) }),
+  // The audit trail's check (audit.js): the options page asks on open.
+  'audit-check': () => checkAudit(),
+  'audit-restart': () => restartAudit(),
 };
 
 const contentHandlers = {
@@ -61,4 +65,11 @@ export function onMessage(msg, sender, sendResponse) {
 
 export function onInstalled() {
   installBundledAgents().catch((e) => console.warn('agentgate: bundled agents not installed:', e.message || e));
+  onStartup();
+}
+
+// On each browser start (and install), check the audit trail against the
+// kept checkpoint; the outcome waits in storage for the options page.
+export function onStartup() {
+  checkAudit().catch((e) => console.warn('agentgate: audit trail not checked:', e.message || e));
 }

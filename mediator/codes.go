@@ -86,6 +86,12 @@ const (
 	CodeInvalidLevel   Code = "invalid_level"
 	CodeSessionLevel   Code = "session_level" // the session's permission level does not allow the operation
 	CodeUnauthorized   Code = "unauthorized"  // missing or wrong viewer token, foreign Host or Origin
+
+	// The audit trail, checked against a checkpoint kept outside the host's
+	// data dir (audit-consistency; docs/permissions.md, "The audit trail").
+	CodeAuditBadSignature Code = "audit_bad_signature" // the checkpoint is not signed by this data dir's key: forged, altered, from elsewhere, or the key was replaced
+	CodeAuditTruncated    Code = "audit_truncated"     // the log holds fewer records than the checkpoint signed: records were removed from its end
+	CodeAuditInconsistent Code = "audit_inconsistent"  // the log does not extend the checkpoint: records it signed were rewritten
 )
 
 // Decision is the outcome of one security check. The zero value denies:

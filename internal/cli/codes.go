@@ -24,6 +24,7 @@ var knownCodes = []mediator.Code{
 	mediator.CodeInvalidModule, mediator.CodeModuleLimits, mediator.CodeImportNotGranted, mediator.CodeTrap, mediator.CodeMemoryLimit,
 	mediator.CodeCallLimit, mediator.CodeExitNonZero,
 	mediator.CodeUnknownSession, mediator.CodeInvalidLevel, mediator.CodeSessionLevel, mediator.CodeUnauthorized,
+	mediator.CodeAuditBadSignature, mediator.CodeAuditTruncated, mediator.CodeAuditInconsistent,
 }
 
 // deniablePermissions are the values a denial's permission holds: the

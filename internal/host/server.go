@@ -92,6 +92,8 @@ var handlers = map[string]handlerFunc{
 	"revoke-preference": handleRevokePreference,
 	"list-audit":        handleListAudit,
 	"run-agent":         handleRunAgent,
+	"audit-checkpoint":  handleAuditCheckpoint,
+	"audit-consistency": handleAuditConsistency,
 }
 
 type server struct {

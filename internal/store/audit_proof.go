@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -57,7 +58,7 @@ func (s *Store) AuditCheckpoint(ctx context.Context) (signed []byte, size int64,
 		if err != nil {
 			return err
 		}
-		signed, err = signTree(key, size, root)
+		signed, err = signTree(key, size, root, s.now())
 		return err
 	})
 	return signed, size, root, err
@@ -103,7 +104,7 @@ func (s *Store) ProveAuditInclusion(ctx context.Context, seq int64) (AuditProof,
 		if err := tlog.CheckRecord(proof, size, root, seq-1, leaf); err != nil {
 			return mediator.Errorf(mediator.CodeInternal, "the log's stored hashes do not prove record %d (run nmhost audit verify): %v", seq, err)
 		}
-		signed, err := signTree(key, size, root)
+		signed, err := signTree(key, size, root, s.now())
 		if err != nil {
 			return err
 		}
@@ -142,7 +143,7 @@ func (s *Store) ProveAuditConsistency(ctx context.Context, oldSize int64) (Audit
 				return err
 			}
 		}
-		signed, err := signTree(key, size, root)
+		signed, err := signTree(key, size, root, s.now())
 		if err != nil {
 			return err
 		}
@@ -196,9 +197,13 @@ func treeHead(ctx context.Context, q querier) (int64, tlog.Hash, error) {
 }
 
 // signTree signs a tree head in the note format the Go checksum database
-// uses (tlog.FormatTree), so tlog.ParseTree and note.Open read it.
-func signTree(key auditKey, size int64, root tlog.Hash) ([]byte, error) {
-	return note.Sign(&note.Note{Text: string(tlog.FormatTree(tlog.Tree{N: size, Hash: root}))}, key.signer)
+// uses (tlog.FormatTree), so tlog.ParseTree and note.Open read it, with
+// one more line that tlog.ParseTree skips: the time of signing
+// (checkpointTimeLine), so whoever keeps the checkpoint can say since
+// when the log is known to extend it.
+func signTree(key auditKey, size int64, root tlog.Hash, at time.Time) ([]byte, error) {
+	text := string(tlog.FormatTree(tlog.Tree{N: size, Hash: root})) + checkpointTimeLine(at)
+	return note.Sign(&note.Note{Text: text}, key.signer)
 }
 
 // readSnapshot runs fn in one read transaction, so everything it reads is

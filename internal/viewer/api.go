@@ -29,6 +29,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/agents/{id}/revoke", s.handleRevoke)
 	m.HandleFunc("GET /api/sessions/{id}/settings", s.handleGetSettings)
 	m.HandleFunc("PUT /api/sessions/{id}/settings", s.handlePutSettings)
+	m.HandleFunc("GET /api/audit/checkpoint", s.handleAuditCheckpoint)
+	m.HandleFunc("POST /api/audit/consistency", s.handleAuditConsistency)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, mediator.Errorf(mediator.CodeBadRequest, "no API %s %s", r.Method, clip(r.URL.Path, 64)))
 	})
@@ -75,6 +77,8 @@ func statusOf(code mediator.Code) int {
 		return http.StatusInternalServerError
 	case mediator.CodeTimeout:
 		return http.StatusServiceUnavailable
+	case mediator.CodeAuditBadSignature, mediator.CodeAuditTruncated, mediator.CodeAuditInconsistent:
+		return http.StatusConflict // the log and the checkpoint sent disagree
 	}
 	return http.StatusBadRequest
 }

@@ -2,6 +2,8 @@
 // they touched, so it is hostile text: it reaches the DOM only through
 // textContent and attributes, never as markup.
 
+import * as audit from './audit.js';
+
 const $ = (id) => document.getElementById(id);
 
 // The token arrives in the URL's fragment (#token=...), which the browser
@@ -437,6 +439,9 @@ function init() {
   }
   reload();
   connect();
+  const checkAudit = () => audit.show(token, $('audit-status'), $('audit-restart'));
+  $('audit-restart').addEventListener('click', () => { audit.forget(); checkAudit(); });
+  checkAudit();
 }
 
 init();

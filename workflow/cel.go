@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -25,9 +27,9 @@ import (
 // Each evaluation is bounded by a cost limit and a time limit.
 const (
 	// CostLimit bounds one evaluation in CEL's cost units (about one per
-	// value visited): a filter over 100,000 items is well inside it, a
+	// value visited): a filter over 100,000 items fits in it, a
 	// nested loop over them is not.
-	CostLimit = 10_000_000
+	CostLimit = 1_000_000
 	// EvalTimeout bounds one evaluation in time, for what the cost model
 	// cannot see (a regular expression, a big string).
 	EvalTimeout = 2 * time.Second
@@ -71,6 +73,43 @@ func compile(expr string) (program, error) {
 		return program{}, mediator.Errorf(mediator.CodeInvalidWorkflow, "%s", mediator.Truncate(err.Error(), 400))
 	}
 	return program{prg}, nil
+}
+
+type compiledExpr struct {
+	p   program
+	err error
+}
+
+// compileAll compiles each distinct expression once, on every core: a
+// large workflow's checking is mostly compiling, and the expressions are
+// independent.
+func compileAll(exprs []string) map[string]compiledExpr {
+	out := make(map[string]compiledExpr, len(exprs))
+	var todo []string
+	for _, e := range exprs {
+		if _, ok := out[e]; !ok {
+			out[e] = compiledExpr{}
+			todo = append(todo, e)
+		}
+	}
+	results := make([]compiledExpr, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(todo); i = int(next.Add(1)) - 1 {
+				p, err := compile(todo[i])
+				results[i] = compiledExpr{p, err}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, e := range todo {
+		out[e] = results[i]
+	}
+	return out
 }
 
 // eval runs the step over r and returns its value as plain Go (JSON-able).

@@ -109,15 +109,21 @@ func prepare(ctx context.Context, s Spec, env Env) (*plan, error) {
 	for i, t := range s.Tasks {
 		index[t.ID] = i
 	}
-	compiled := map[string]program{} // steps repeat: compile each text once
+	var exprs []string
+	if env.Settings.ValidatePureCode {
+		for _, t := range s.Tasks {
+			if t.Code != nil && mediator.IsPureOperation(t.Code.Op) {
+				exprs = append(exprs, t.Code.Expr)
+			}
+		}
+	}
+	compiled := compileAll(exprs)
 	comp := func(expr string) (program, error) {
-		if pr, ok := compiled[expr]; ok {
-			return pr, nil
+		if c, ok := compiled[expr]; ok {
+			return c.p, c.err
 		}
 		pr, err := compile(expr)
-		if err == nil {
-			compiled[expr] = pr
-		}
+		compiled[expr] = compiledExpr{pr, err}
 		return pr, err
 	}
 	for i, t := range s.Tasks {

@@ -2,6 +2,7 @@ package mediator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -164,8 +165,10 @@ func (p *Policy) promptLayer(ctx context.Context, workflow string, layer int, ta
 		switch {
 		case lp == nil:
 			d.Code, d.Reason = CodeConfirmRequired, "it needs your confirmation and nobody can be asked: "+d.Reason
-		case err != nil:
+		case err != nil && (CodeOf(err) == CodeTimeout || errors.Is(err, context.DeadlineExceeded)):
 			d.Code, d.DecidedBy, d.Reason = CodePromptTimeout, "prompt:layer", "nobody answered the layer's prompt in time"
+		case err != nil:
+			d.Code, d.DecidedBy, d.Reason = codeOrInternal(CodeOf(err)), "prompt:layer", "the layer's prompt failed: "+MessageOf(err)
 		case answer == AnswerAllowOnce:
 			d.Allowed, d.Code, d.DecidedBy, d.Reason = true, CodeAllowed, "prompt:layer", "you allowed this layer"
 		default:

@@ -101,7 +101,7 @@ func route(ctx context.Context, env Env) error {
 		return runGrant(ctx, sub, true)
 	case "revoke":
 		return runGrant(ctx, sub, false)
-	case "prefs", "audit":
+	case "prefs", "audit", "workflow":
 		return routeGroup(ctx, cmd, sub)
 	case "serve":
 		return runServe(ctx, sub)
@@ -133,6 +133,8 @@ func routeGroup(ctx context.Context, group string, env Env) error {
 		return runPrefsList(ctx, sub)
 	case "prefs revoke":
 		return runPrefsRevoke(ctx, sub)
+	case "workflow run":
+		return runWorkflowCmd(ctx, sub)
 	case "audit verify":
 		return runAuditVerifyCheckpoint(ctx, sub)
 	case "audit tail":

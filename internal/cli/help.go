@@ -71,6 +71,14 @@ var specs = []*spec{
 			"nmhost inspect --json f.wasm | jq .permissionSet",
 		},
 		minArgs: 1, maxArgs: 1},
+	{name: "workflow run", synopsis: "[--level L] [--yes-to-layers] [--json] FILE.json",
+		summary: "runs a workflow of installed agents layer by layer: each layer decided before it runs, one prompt for its tasks that need a person (denied when stdin is not a terminal); exits 1 when a task failed",
+		args:    [][2]string{{"FILE.json", "the workflow: {\"id\", \"tasks\": [{\"id\", \"dependsOn\", \"run\"|\"call\"|\"code\"}]} (docs/permissions.md, \"Workflows\")"}},
+		examples: []string{
+			"nmhost workflow run digest.json",
+			"nmhost workflow run --yes-to-layers --json digest.json",
+		},
+		minArgs: 1, maxArgs: 1},
 	{name: "grant", synopsis: "AGENT PERMISSION",
 		summary: "grants a permission the agent's profile asks for, and ends a revocation of it",
 		args:    [][2]string{{"AGENT", "the agent's id (agentId in its profile)"}, {"PERMISSION", "one of " + permissionNames()}},
@@ -133,6 +141,7 @@ var specs = []*spec{
 var groups = map[string]string{
 	"prefs": "the remembered \"always\" answers",
 	"audit": "the tamper-evident audit trail",
+	"workflow": "graphs of agent tasks, approved a layer at a time",
 }
 
 func specFor(name string) *spec {

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentgate/nmhost/internal/flows"
+
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/host"
 	"github.com/agentgate/nmhost/internal/store"
@@ -92,8 +94,10 @@ func runHost(ctx context.Context, env Env) int {
 	log.Info("host started", "origin", caller.Origin, "allowed", allowed, "version", Version)
 	in, restore := untilDone(ctx, env.Stdin)
 	defer restore()
+	wf := flows.Settings(cfg)
 	err = host.Serve(ctx, in, out, host.Options{
 		Store: st, Fetcher: fetcher, Runtime: rt, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version,
+		Workflow: &wf,
 	})
 	if err != nil {
 		log.Error("host stopped", "err", err)

@@ -73,6 +73,16 @@ type Config struct {
 	// The answers still pass every address check, so a name mapped to a
 	// private address is refused like one that DNS maps there.
 	StaticHosts map[string][]string `json:"staticHosts,omitempty"`
+	// Workflow holds the workflow settings (docs/permissions.md,
+	// "Workflows"); each one left out is on.
+	Workflow *WorkflowSettings `json:"workflow,omitempty"`
+}
+
+// WorkflowSettings are the workflow switches; nil means on.
+type WorkflowSettings struct {
+	AutoclassifyPureOperations *bool `json:"autoclassifyPureOperations,omitempty"`
+	ValidatePureCode           *bool `json:"validatePureCode,omitempty"`
+	StrictMode                 *bool `json:"strictMode,omitempty"`
 }
 
 // ConfigFile is the configuration's file name inside the data dir.

@@ -17,6 +17,8 @@ import (
 var resultTypes = map[string]string{
 	"browser-result": "browser-call",
 	"prompt-result":  "prompt",
+	// A layer's prompt: one answer for every task it lists.
+	"prompt-layer-result": "prompt-layer",
 }
 
 // DefaultBrowserTimeout bounds a browser-call: long enough for a slow page
@@ -171,7 +173,7 @@ func (p prompter) Prompt(ctx context.Context, req mediator.PromptRequest) (media
 		"target": promptTarget{Method: op.Method, URL: op.URL, Host: op.Host, Origin: op.Origin,
 			Selector: op.Selector, TextLength: op.TextLength},
 		"rememberAs": req.Target, "permissionSet": req.PermissionSet,
-		"reason":     req.Reason, "timeoutMs": req.Timeout.Milliseconds(),
+		"reason": req.Reason, "timeoutMs": req.Timeout.Milliseconds(),
 	})
 	if err != nil {
 		return "", err

@@ -24,6 +24,7 @@ import (
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
+	"github.com/agentgate/nmhost/workflow"
 )
 
 // DefaultMaxInFlightBytes is Options.MaxInFlightBytes's default.
@@ -70,6 +71,8 @@ type Options struct {
 	MaxInFlight int
 	// Version is reported by "hello".
 	Version string
+	// Workflow is the data dir's workflow settings; nil: all on.
+	Workflow *workflow.Settings
 }
 
 type handlerFunc func(ctx context.Context, s *server, req *request) (any, error)
@@ -92,6 +95,7 @@ var handlers = map[string]handlerFunc{
 	"revoke-preference": handleRevokePreference,
 	"list-audit":        handleListAudit,
 	"run-agent":         handleRunAgent,
+	"run-workflow":      handleRunWorkflow,
 	"audit-checkpoint":  handleAuditCheckpoint,
 	"audit-consistency": handleAuditConsistency,
 }

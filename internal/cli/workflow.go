@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/flows"
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
+	"github.com/agentgate/nmhost/wasmhost"
+	"github.com/agentgate/nmhost/workflow"
+)
+
+// runWorkflowCmd: nmhost workflow run [--level L] [--yes-to-layers] [--json]
+// FILE.json. The agents must be installed; each layer is decided before
+// it runs, and a layer that needs a person is asked about once on the
+// terminal (denied when stdin is not one, unless --yes-to-layers).
+func runWorkflowCmd(ctx context.Context, env Env) error {
+	var level string
+	var yes, jsonOutput bool
+	fs := flag.NewFlagSet("workflow run", flag.ContinueOnError)
+	fs.StringVar(&level, "level", "", "the session's permission level `L`: low, medium (default) or high")
+	fs.BoolVar(&yes, "yes-to-layers", false, "answer every layer prompt with allow-once (for scripts; each task is still decided and recorded)")
+	fs.BoolVar(&jsonOutput, "json", false, "print each task-result and the summary as JSON lines")
+	args, err := parse(specFor("workflow run"), fs, env)
+	if err != nil {
+		return err
+	}
+	if _, err := mediator.ParseLevel(level); err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(args[0])
+	if err != nil {
+		return err
+	}
+	spec, err := workflow.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	if spec.ID == "" {
+		spec.ID = strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))
+		if mediator.ValidAgentID(spec.ID) != nil {
+			spec.ID = "workflow"
+		}
+	}
+	st, err := openStore(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cfg, err := datadir.LoadConfig(st.Dir())
+	if err != nil {
+		return err
+	}
+	fetcher, err := newFetcher(cfg)
+	if err != nil {
+		return err
+	}
+	prompter, err := newCLIPrompter(env.Stdin, env.Stderr, nil)
+	if err != nil {
+		return err
+	}
+	policy := mediator.NewPolicy(st, mediator.PolicyOptions{Prompter: prompter})
+	logDenial := func(ctx context.Context, d mediator.Denial) {
+		if d.Context.Layer == "" {
+			d.Context.Layer = "cli"
+		}
+		_, _ = st.LogDenial(context.WithoutCancel(ctx), d)
+	}
+	fetch, err := agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: policy, LogDenial: logDenial})
+	if err != nil {
+		return err
+	}
+	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(st.Dir(), "wasm-cache")})
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	h := &flows.Host{Store: st, Policy: policy, Runtime: rt, Fetch: fetch, LogDenial: logDenial, SessionLevel: level}
+	enc := json.NewEncoder(env.Stdout)
+	events := func(r workflow.TaskResult) {
+		if jsonOutput {
+			enc.Encode(map[string]any{"event": "task-result", "data": r})
+			return
+		}
+		line := fmt.Sprintf("layer %d  %-20s %s", r.Layer, r.Task, r.Status)
+		if r.Error != "" {
+			line += ": " + r.Error
+		} else if v, err := json.Marshal(r.Value); err == nil {
+			line += "  " + mediator.Truncate(string(v), 200)
+		}
+		fmt.Fprintln(env.Stdout, line)
+	}
+	sum, err := workflow.Run(ctx, spec, h.Env(flows.Settings(cfg), &layerCLIPrompter{p: prompter, yes: yes}, events))
+	if err != nil {
+		return err
+	}
+	if jsonOutput {
+		enc.Encode(map[string]any{"event": "summary", "data": sum})
+	} else {
+		fmt.Fprintf(env.Stderr, "nmhost: workflow %s: %s, %s, %s\n", sum.Workflow, sum.Status, plural(sum.Layers, "layer"), plural(sum.Prompts, "layer prompt"))
+	}
+	if sum.Status != "ok" {
+		return errRunFailed
+	}
+	return nil
+}
+
+// layerCLIPrompter asks about a whole layer on the terminal.
+type layerCLIPrompter struct {
+	p   *cliPrompter
+	yes bool
+}
+
+func (l *layerCLIPrompter) PromptLayer(ctx context.Context, lp mediator.LayerPrompt) (mediator.Answer, error) {
+	p := l.p
+	fmt.Fprintf(p.out, "\nWorkflow %q, layer %d, needs your confirmation for %d task(s):\n", lp.Workflow, lp.Layer, len(lp.Tasks))
+	for _, t := range lp.Tasks {
+		op := t.Op
+		target := strings.TrimSpace(op.Method + " " + op.URL)
+		fmt.Fprintf(p.out, "  %s: agent %q, %s (%s) %s\n", op.Task, op.AgentID, op.Name, t.Class, target)
+	}
+	if l.yes {
+		fmt.Fprintf(p.out, "allowed once by --yes-to-layers\n")
+		return mediator.AnswerAllowOnce, nil
+	}
+	if !p.interactive {
+		return "", mediator.Errorf(mediator.CodeConfirmRequired, "layer %d needs confirmation and stdin is not a terminal (pre-answer with --yes-to-layers)", lp.Layer)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.out, "Allow this layer once? [o]nce, [d]eny (default): ")
+	line := make(chan string, 1)
+	go func() {
+		s, _ := p.in.ReadString('\n')
+		line <- s
+	}()
+	select {
+	case s := <-line:
+		if a := terminalAnswers[strings.ToLower(strings.TrimSpace(s))]; a == mediator.AnswerAllowOnce {
+			return a, nil
+		}
+		return mediator.AnswerDeny, nil
+	case <-ctx.Done():
+		return "", mediator.Errorf(mediator.CodeTimeout, "nobody answered on the terminal")
+	}
+}

@@ -139,8 +139,8 @@ var specs = []*spec{
 
 // groups are commands made of subcommands.
 var groups = map[string]string{
-	"prefs": "the remembered \"always\" answers",
-	"audit": "the tamper-evident audit trail",
+	"prefs":    "the remembered \"always\" answers",
+	"audit":    "the tamper-evident audit trail",
 	"workflow": "graphs of agent tasks, approved a layer at a time",
 }
 

@@ -389,9 +389,13 @@ func clickPrompt(t *testing.T, tg *target.Info, answer string) {
 	// The click is deferred a little: it closes the window, and a close
 	// that beats the evaluation's reply fails it with "target detached"
 	// although the answer was given (seen under load).
-	waitFor(t, ctx, fmt.Sprintf("document.readyState === 'complete' && document.getElementById('agent').textContent && (setTimeout(() => document.getElementById(%q).click(), 50), true)", answer))
+	waitFor(t, ctx, fmt.Sprintf("document.readyState === 'complete' && %s && (setTimeout(() => document.getElementById(%q).click(), 50), true)", promptShown, answer))
 	screenshotPrompt(t, tg.URL)
 }
+
+// promptShown is true once the prompt page has filled in its question:
+// one operation's agent, or a workflow layer's tasks.
+const promptShown = "(document.getElementById('agent').textContent || document.querySelector('#tasks tbody tr'))"
 
 // screenshotPrompt saves what the prompt window showed. Headless Chromium
 // does not composite a chrome.windows.create popup, so capturing the window
@@ -405,8 +409,12 @@ func screenshotPrompt(t *testing.T, promptURL string) {
 	}
 	u.RawQuery = "id=" + screenshotCopy
 	copyTab := page(t, u.String())
-	waitFor(t, copyTab, "document.getElementById('agent').textContent")
-	screenshot(t, copyTab, "prompt")
+	waitFor(t, copyTab, promptShown)
+	name := "prompt"
+	if strings.Contains(u.Fragment, `"tasks"`) {
+		name = "workflow-layer-prompt"
+	}
+	screenshot(t, copyTab, name)
 }
 
 // noPromptWithin fails when a prompt window shows up in d.

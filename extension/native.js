@@ -1,7 +1,7 @@
 // The one owner of the native-messaging port to nmhost. Requests carry ids
 // and timeouts; chunked replies are reassembled; the port reconnects on the
 // next request after the host exits; requests the host sends to us
-// (browser-call, prompt) go to the handlers set with setHostHandlers.
+// (browser-call, prompt, prompt-layer) go to the handlers set with setHostHandlers.
 
 export const HOST_NAME = 'com.agentgate.nmhost';
 
@@ -13,7 +13,7 @@ export class HostError extends Error {
 }
 
 // What a host-initiated request type is answered with.
-const RESULT_TYPES = { 'browser-call': 'browser-result', prompt: 'prompt-result' };
+const RESULT_TYPES = { 'browser-call': 'browser-result', prompt: 'prompt-result', 'prompt-layer': 'prompt-layer-result' };
 
 class NativeHost {
   constructor() {

@@ -1,5 +1,6 @@
-// Shows one prompt and sends the answer to the service worker. Closing the
-// window without answering denies.
+// Shows one prompt, for one operation or for a workflow layer's tasks, and
+// sends the answer to the service worker. Closing the window without
+// answering denies.
 const promptId = new URLSearchParams(location.search).get('id');
 let details = {};
 try {
@@ -7,25 +8,53 @@ try {
 } catch {
   details = {};
 }
-const target = details.target || {};
-const parts = [];
-if (target.method || target.url) parts.push(`${target.method || ''} ${target.url || ''}`.trim());
-if (target.selector) parts.push(`selector ${target.selector}`);
-if (target.origin) parts.push(`page ${target.origin}`);
-if (target.textLength) parts.push(`${target.textLength} bytes of text`);
-document.getElementById('agent').textContent = details.agentId || '?';
-document.getElementById('operation').textContent = details.operation || '?';
-document.getElementById('reason').textContent = details.reason ? `It ${details.reason.replace(/^it /, '')}.` : '';
-document.getElementById('class').textContent = details.class || '';
-document.getElementById('permission').textContent = details.permission || '';
-document.getElementById('target').textContent = parts.join('; ') || '(none)';
-// The set is the ceiling on what this agent can ever be granted.
-document.getElementById('permission-set').textContent = details.permissionSet || '(none named)';
-// The reach of an "always" answer: the method and canonical origin for a
-// fetch, the page's origin for a write, or the operation as a whole.
-document.getElementById('remember-as').textContent = details.rememberAs || `every ${details.operation || '?'} by this agent`;
-for (const answer of ['allow-once', 'always-allow', 'deny', 'always-block']) {
-  document.getElementById(answer).addEventListener('click', async () => {
+const $ = (id) => document.getElementById(id);
+
+// describe is the exact target, never contents: page text and clipboard
+// data appear only as a length.
+function describe(target) {
+  const t = target || {};
+  const parts = [];
+  if (t.method || t.url) parts.push(`${t.method || ''} ${t.url || ''}`.trim());
+  if (t.selector) parts.push(`selector ${t.selector}`);
+  if (t.origin) parts.push(`page ${t.origin}`);
+  if (t.textLength) parts.push(`${t.textLength} ${t.textLength === 1 ? 'byte' : 'bytes'} of text`);
+  return parts.join('; ') || '(none)';
+}
+
+let answers = ['allow-once', 'always-allow', 'deny', 'always-block'];
+if (Array.isArray(details.tasks)) {
+  // A layer: one answer for all its listed tasks, and no "always": a
+  // workflow's approval holds for this run of this layer only.
+  $('single').hidden = true;
+  $('layer').hidden = false;
+  $('workflow').textContent = details.workflow || '?';
+  $('layer-no').textContent = String(details.layer || '?');
+  $('tasks').tBodies[0].replaceChildren(...details.tasks.map((t) => {
+    const tr = document.createElement('tr');
+    for (const v of [t.task, t.agentId, t.operation, t.class, describe(t.target), t.permissionSet || '(none named)']) {
+      tr.insertCell().textContent = v || '';
+    }
+    return tr;
+  }));
+  answers = ['allow-once', 'deny'];
+  $('always-allow').hidden = true;
+  $('always-block').hidden = true;
+} else {
+  $('agent').textContent = details.agentId || '?';
+  $('operation').textContent = details.operation || '?';
+  $('reason').textContent = details.reason ? `It ${details.reason.replace(/^it /, '')}.` : '';
+  $('class').textContent = details.class || '';
+  $('permission').textContent = details.permission || '';
+  $('target').textContent = describe(details.target);
+  // The set is the ceiling on what this agent can ever be granted.
+  $('permission-set').textContent = details.permissionSet || '(none named)';
+  // The reach of an "always" answer: the method and canonical origin for a
+  // fetch, the page's origin for a write, or the operation as a whole.
+  $('remember-as').textContent = details.rememberAs || `every ${details.operation || '?'} by this agent`;
+}
+for (const answer of answers) {
+  $(answer).addEventListener('click', async () => {
     await chrome.runtime.sendMessage({ type: 'prompt-answer', promptId, answer });
     window.close();
   });

@@ -2,14 +2,14 @@
 // one for content scripts, one for requests the host sends to us.
 import { native } from './native.js';
 import { browserCall, bindTab } from './browser.js';
-import { prompt, promptAnswered } from './prompts.js';
+import { prompt, promptLayer, promptAnswered } from './prompts.js';
 import { installBundledAgents } from './agents.js';
 import { checkAudit, restartAudit } from './audit.js';
 
 // Requests an extension page may forward to the host.
 const PAGE_REQUESTS = new Set([
   'hello', 'list-agents', 'getAgentInfo', 'install-agent', 'uninstall-agent', 'grant', 'revoke',
-  'network-fetch', 'run-agent', 'list-denials', 'list-preferences', 'revoke-preference', 'list-audit',
+  'network-fetch', 'run-agent', 'run-workflow', 'list-denials', 'list-preferences', 'revoke-preference', 'list-audit',
 ]);
 
 // What a page's request becomes before it goes to the host. A run is bound
@@ -32,7 +32,7 @@ const pageHandlers = {
       : undefined;
     try {
       const sent = prepare[type] ? await prepare[type](params) : params;
-      return await native.request(type, sent, { onEvent, timeoutMs: type === 'run-agent' ? 660000 : 120000 });
+      return await native.request(type, sent, { onEvent, timeoutMs: type === 'run-agent' || type === 'run-workflow' ? 660000 : 120000 });
     } catch (e) {
       return { success: false, code: e.code || 'internal_error', error: String(e.message || e) };
     }
@@ -51,7 +51,7 @@ const contentHandlers = {
   },
 };
 
-export const hostRequests = { 'browser-call': browserCall, prompt };
+export const hostRequests = { 'browser-call': browserCall, prompt, 'prompt-layer': promptLayer };
 native.setHostHandlers(hostRequests);
 
 export function onMessage(msg, sender, sendResponse) {

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/agentgate/nmhost/internal/flows"
+
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/viewer"
@@ -102,9 +104,10 @@ func runServe(ctx context.Context, env Env) error {
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
 
+	wf := flows.Settings(cfg)
 	srv, err := viewer.New(viewer.Config{
 		Store: st, Token: token, Runtime: rt, Fetch: fetch, Authorizer: policy,
-		UnsafeBindHost: unsafeHost, Log: log,
+		UnsafeBindHost: unsafeHost, Log: log, Workflow: &wf,
 	})
 	if err != nil {
 		return err

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentgate/nmhost/workflow"
+
 	"github.com/gorilla/websocket"
 
 	"github.com/agentgate/nmhost/internal/store"
@@ -35,6 +37,9 @@ type Config struct {
 	Runtime    *wasmhost.Runtime
 	Fetch      *agentfetch.Service
 	Authorizer mediator.Authorizer
+	// Workflow is the data dir's workflow settings for websocket
+	// "run-workflow" messages; nil: all on.
+	Workflow *workflow.Settings
 
 	// UnsafeBindHost is the address the server listens on when it is not
 	// loopback (nmhost serve --unsafe-bind). Its host:port is then admitted

@@ -155,6 +155,20 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 				defer func() { <-runs }()
 				s.run(ctx, c, msg)
 			}()
+		case "run-workflow":
+			select {
+			case runs <- struct{}{}:
+			default:
+				c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeTooLarge,
+					Error: fmt.Sprintf("at most %d runs at once per connection", maxRunsPerClient)})
+				continue
+			}
+			s.runsWG.Add(1)
+			go func() {
+				defer s.runsWG.Done()
+				defer func() { <-runs }()
+				s.runWorkflow(ctx, c, msg)
+			}()
 		case "ping":
 			c.sendJSON(map[string]string{"type": "pong"})
 		default:
@@ -172,6 +186,9 @@ type wsMessage struct {
 	AgentID         string `json:"agent_id"`
 	PermissionLevel string `json:"permission_level"`
 	Input           string `json:"input"`
+	// Workflow is a run-workflow message's graph (docs/permissions.md,
+	// "Workflows").
+	Workflow json.RawMessage `json:"workflow,omitempty"`
 }
 
 type wsError struct {

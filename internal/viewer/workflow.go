@@ -1,0 +1,73 @@
+package viewer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentgate/nmhost/internal/flows"
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/workflow"
+)
+
+// workflowEvent is a run-workflow's streamed message: "task-result" for
+// each task as it ends, then one "workflow-result" with the summary.
+type workflowEvent struct {
+	Type      string               `json:"type"`
+	RunID     string               `json:"run_id,omitempty"`
+	SessionID string               `json:"session_id"`
+	Task      *workflow.TaskResult `json:"task,omitempty"`
+	Summary   *workflow.Summary    `json:"summary,omitempty"`
+}
+
+// runWorkflow runs msg's workflow in its session's context, at the
+// session's level (a message may lower it, never raise it). The viewer has
+// nobody to ask: a layer whose tasks need a person is denied with
+// confirmation_required, unless remembered answers or a high level decide
+// them; pure layers run.
+func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
+	fail := func(err error) {
+		c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeOf(err), Error: err.Error()})
+	}
+	level, err := s.runLevel(ctx, msg)
+	if err != nil {
+		fail(err)
+		return
+	}
+	policy, ok := s.cfg.Authorizer.(*mediator.Policy)
+	if s.cfg.Runtime == nil || !ok {
+		fail(mediator.Errorf(mediator.CodeInternal, "this viewer cannot run workflows"))
+		return
+	}
+	spec, err := workflow.Parse(msg.Workflow)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if spec.ID == "" {
+		spec.ID = "session-" + msg.SessionID
+		if mediator.ValidAgentID(spec.ID) != nil {
+			spec.ID = "session"
+		}
+	}
+	h := &flows.Host{Store: s.cfg.Store, Policy: policy, Runtime: s.cfg.Runtime, Fetch: s.cfg.Fetch, SessionLevel: level,
+		LogDenial: func(ctx context.Context, d mediator.Denial) {
+			if d.Context.Layer == "" {
+				d.Context.Layer = "gateway"
+			}
+			if _, err := s.cfg.Store.LogDenial(context.WithoutCancel(ctx), d); err != nil {
+				s.log.Error("recording a denial failed", "agent", d.AgentID, "err", err)
+			}
+		}}
+	settings := workflow.DefaultSettings()
+	if s.cfg.Workflow != nil {
+		settings = *s.cfg.Workflow
+	}
+	sum, err := workflow.Run(ctx, spec, h.Env(settings, nil, func(r workflow.TaskResult) {
+		c.sendJSON(workflowEvent{Type: "task-result", RunID: msg.RunID, SessionID: msg.SessionID, Task: &r})
+	}))
+	if err != nil {
+		fail(fmt.Errorf("workflow[%s] session[%s]: %w", spec.ID, msg.SessionID, err))
+		return
+	}
+	c.sendJSON(workflowEvent{Type: "workflow-result", RunID: msg.RunID, SessionID: msg.SessionID, Summary: &sum})
+}

@@ -73,7 +73,12 @@ func (p *Policy) AuthorizeLayer(ctx context.Context, workflow string, layer int,
 	out := make([]LayerDecision, len(tasks))
 	var ask []int
 	for i, t := range tasks {
-		t.Op.Workflow, t.Op.Layer, t.Op.Task = workflow, layer, t.Task
+		t.Op.Workflow, t.Op.Task = workflow, t.Task
+		if t.Op.Layer == 0 {
+			// Fused pure layers are decided in one call; each task keeps
+			// the layer it belongs to.
+			t.Op.Layer = layer
+		}
 		tasks[i] = t
 		out[i].Task = t.Task
 		switch {

@@ -182,14 +182,29 @@ func Run(ctx context.Context, s Spec, env Env) (Summary, error) {
 	r := &runner{plan: p, env: env, results: make([]TaskResult, len(s.Tasks)), values: make([]any, len(s.Tasks)),
 		failed: make([]bool, len(s.Tasks))}
 	sum := Summary{Workflow: s.ID, Layers: len(p.layers), Status: "ok"}
-	for n, layer := range p.layers {
-		prompted, err := r.layer(ctx, n+1, layer)
+	for n := 0; n < len(p.layers); {
+		// Adjacent layers of pure steps only are fused into one step: one
+		// decision call, one transaction for their records, evaluated in
+		// line in layer order.
+		end := n + 1
+		for end < len(p.layers) && p.stepsOnly(n) && p.stepsOnly(end) {
+			end++
+		}
+		if end-n > 1 {
+			if err := r.fused(ctx, n, end); err != nil {
+				return Summary{}, err
+			}
+			n = end
+			continue
+		}
+		prompted, err := r.layer(ctx, n+1, p.layers[n])
 		if err != nil {
 			return Summary{}, err
 		}
 		if prompted {
 			sum.Prompts++
 		}
+		n++
 	}
 	sum.Tasks = r.results
 	for _, t := range r.results {
@@ -367,4 +382,42 @@ func (r *runner) execute(ctx context.Context, i int, op mediator.Operation, seq 
 	}
 	auth := &mediator.Preapproved{Op: op, Seq: seq, Next: r.env.Policy, Records: r.env.Policy.Records()}
 	return r.env.Calls.Do(ctx, *t.Call, auth)
+}
+
+// stepsOnly reports whether layer n holds pure steps only.
+func (p *plan) stepsOnly(n int) bool {
+	for _, i := range p.layers[n] {
+		if p.spec.Tasks[i].Code == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// fused decides layers [from, to), all pure steps, in one call and then
+// evaluates them in layer order. The decisions are the same a layer at a
+// time would get (class:pure), each recorded with its own layer.
+func (r *runner) fused(ctx context.Context, from, to int) error {
+	var tasks []mediator.LayerTask
+	var idx, layerOf []int
+	for n := from; n < to; n++ {
+		for _, i := range r.layers[n] {
+			t := r.spec.Tasks[i]
+			tasks = append(tasks, mediator.LayerTask{Task: t.ID, Op: mediator.Operation{Name: t.Code.Op, Layer: n + 1}, Pure: true})
+			idx, layerOf = append(idx, i), append(layerOf, n+1)
+		}
+	}
+	decisions, err := r.env.Policy.AuthorizeLayer(ctx, r.spec.ID, from+1, tasks, nil)
+	if err != nil {
+		return err
+	}
+	for k, i := range idx {
+		if d := r.failedDep(i); d != "" {
+			r.finish(i, layerOf[k], nil, decisions[k].Seq, mediator.Errorf(mediator.CodeDependencyFailed, "task %q did not succeed", d))
+			continue
+		}
+		v, err := r.evalCode(ctx, i)
+		r.finish(i, layerOf[k], v, decisions[k].Seq, err)
+	}
+	return nil
 }

@@ -346,3 +346,26 @@ func BenchmarkPureWorkflow1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAuthorizeLayer10 is a layer's overhead without its prompt:
+// deciding ten tasks (five safe fetches, five pure steps) and appending
+// their ten audit records, durably, in one transaction.
+func BenchmarkAuthorizeLayer10(b *testing.B) {
+	f := newFixture(b)
+	tasks := make([]mediator.LayerTask, 10)
+	for i := range tasks {
+		if i%2 == 0 {
+			tasks[i] = mediator.LayerTask{Task: fmt.Sprint("g", i), Op: mediator.Operation{AgentID: "fetchy", Permission: mediator.PermNetworkFetch,
+				Name: mediator.OpNetworkFetch, Method: "GET", URL: "https://api.example.com/x", Host: "api.example.com"}}
+		} else {
+			tasks[i] = mediator.LayerTask{Task: fmt.Sprint("p", i), Op: mediator.Operation{Name: "code:map"}, Pure: true}
+		}
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		ds, err := f.policy.AuthorizeLayer(ctx, "wf-bench", 1, tasks, nil)
+		if err != nil || !ds[0].Decision.Allowed {
+			b.Fatalf("%v %+v", err, ds)
+		}
+	}
+}

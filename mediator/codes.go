@@ -81,6 +81,12 @@ const (
 	CodeNotPure          Code = "not_pure"          // a task declared pure imports or does something with a side effect
 	CodeDependencyFailed Code = "dependency_failed" // a task did not run because one it depends on failed
 
+	// Workspaces and the shell.
+	CodePathNotAllowed  Code = "path_not_allowed"  // a name that leaves the workspace: absolute, "..", a link out, a NUL, a second hard link
+	CodeQuotaExceeded   Code = "quota_exceeded"    // the workspace's byte or file quota would be passed
+	CodeNotFound        Code = "not_found"         // no such file or directory in the workspace
+	CodeShellNotAllowed Code = "shell_not_allowed" // shell syntax or a command the shell does not run (expansions, substitutions, an unknown command)
+
 	// Sessions and the local viewer.
 	CodeUnknownSession Code = "unknown_session"
 	CodeInvalidLevel   Code = "invalid_level"

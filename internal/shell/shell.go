@@ -1,0 +1,279 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/agentgate/nmhost/internal/workspace"
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// MaxOutputBytes bounds what one command line prints, and what one
+// command passes down a pipe.
+const MaxOutputBytes = 1 << 20
+
+// Shell runs command lines for one session. Every command is decided by
+// the mediator's session matrix (mediator.DecideShell) before it runs, and
+// then by Decide when set (where the host records it).
+type Shell struct {
+	WS     *workspace.Workspace
+	Level  string
+	Decide func(ctx context.Context, step mediator.ShellStep) error
+	// Outside reads files outside the workspace for a high session (an
+	// os.Root at "/"); nil: no outside read is possible at any level.
+	Outside *os.Root
+}
+
+// Run parses and runs line, writing its output to out. It stops at the
+// first refusal or failure that is not handled by || and returns it with
+// its reason code.
+func (sh *Shell) Run(ctx context.Context, line string, out io.Writer) error {
+	n, err := parse(line)
+	if err != nil {
+		return err
+	}
+	w := &limited{w: out, n: MaxOutputBytes}
+	return sh.node(ctx, n, nil, w)
+}
+
+// limited passes on at most n bytes, then fails.
+type limited struct {
+	w io.Writer
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if len(p) > l.n {
+		return 0, mediator.Errorf(mediator.CodeTooLarge, "the output passed %d bytes", MaxOutputBytes)
+	}
+	l.n -= len(p)
+	return l.w.Write(p)
+}
+
+func (sh *Shell) node(ctx context.Context, n *node, in []byte, out io.Writer) error {
+	if err := ctx.Err(); err != nil {
+		return mediator.Errorf(mediator.CodeTimeout, "the command was cancelled")
+	}
+	switch n.op {
+	case "":
+		return sh.call(ctx, n.call, in, out)
+	case ";":
+		if err := sh.node(ctx, n.left, nil, out); err != nil {
+			return err
+		}
+		return sh.node(ctx, n.right, nil, out)
+	case "&&":
+		if err := sh.node(ctx, n.left, nil, out); err != nil {
+			return err
+		}
+		return sh.node(ctx, n.right, nil, out)
+	case "||":
+		err := sh.node(ctx, n.left, nil, out)
+		if err == nil {
+			return nil
+		}
+		// A refusal is never a failure to work around: "rm x || cat
+		// /etc/passwd" must not turn a denial into a second try.
+		if c := mediator.CodeOf(err); c == mediator.CodeShellNotAllowed || c == mediator.CodePathNotAllowed || c == mediator.CodeSessionLevel {
+			return err
+		}
+		return sh.node(ctx, n.right, nil, out)
+	case "|":
+		var buf bytes.Buffer
+		if err := sh.node(ctx, n.left, in, &limited{w: &buf, n: MaxOutputBytes}); err != nil {
+			return err
+		}
+		return sh.node(ctx, n.right, buf.Bytes(), out)
+	}
+	return refuse("operator %q", n.op)
+}
+
+// WorkspacePath is where the workspace appears in the shell (pwd) and in
+// a guest's file system: /workspace/notes.txt is notes.txt.
+const WorkspacePath = "/workspace"
+
+// inWorkspace turns /workspace/NAME into NAME; other names are unchanged.
+func inWorkspace(name string) string {
+	switch {
+	case name == WorkspacePath || name == WorkspacePath+"/":
+		return "."
+	case strings.HasPrefix(name, WorkspacePath+"/"):
+		return strings.TrimPrefix(name, WorkspacePath+"/")
+	}
+	return name
+}
+
+// outside reports whether a name is outside the workspace: absolute.
+func outside(name string) bool { return strings.HasPrefix(name, "/") }
+
+// call expands a command's patterns, asks Decide about it, and runs it.
+func (sh *Shell) call(ctx context.Context, c *call, in []byte, out io.Writer) error {
+	name := c.args[0].text
+	cmd, known := mediator.ShellCommands[name]
+	args, err := sh.expand(c.args[1:])
+	if err != nil {
+		return err
+	}
+	for i := range args {
+		args[i] = inWorkspace(args[i])
+	}
+	c.in, c.out = inWorkspace(c.in), inWorkspace(c.out)
+	reads, writes := operands(name, args)
+	if c.in != "" {
+		reads = append(reads, c.in)
+	}
+	if c.out != "" {
+		writes = append(writes, c.out)
+	}
+	step := mediator.ShellStep{Command: name, Writes: known && cmd.Writes || c.out != ""}
+	for _, r := range reads {
+		step.ReadsOutside = step.ReadsOutside || outside(r)
+	}
+	for _, w := range writes {
+		step.WritesOutside = step.WritesOutside || outside(w)
+		step.Writes = true
+	}
+	if d := mediator.DecideShell(sh.Level, step); !d.Allowed {
+		return d.Err()
+	}
+	if sh.Decide != nil {
+		if err := sh.Decide(ctx, step); err != nil {
+			return err
+		}
+	}
+	if c.in != "" {
+		if in, err = sh.read(c.in); err != nil {
+			return err
+		}
+	}
+	target := out
+	var buf *bytes.Buffer
+	if c.out != "" {
+		buf = &bytes.Buffer{}
+		target = &limited{w: buf, n: MaxOutputBytes}
+	}
+	if err := sh.builtin(ctx, name, args, in, target); err != nil {
+		return err
+	}
+	if buf != nil {
+		return sh.WS.WriteFile(c.out, buf.Bytes(), c.append)
+	}
+	return nil
+}
+
+// expand resolves patterns inside the workspace, one directory level at
+// a time: "notes/*.txt" lists notes/. A pattern outside the workspace, or
+// one that matches nothing, is refused.
+func (sh *Shell) expand(ws []word) ([]string, error) {
+	var out []string
+	for _, w := range ws {
+		if !w.glob {
+			out = append(out, w.text)
+			continue
+		}
+		if outside(w.text) {
+			return nil, mediator.Errorf(mediator.CodePathNotAllowed, "the pattern %q is outside the workspace; patterns match inside it only", mediator.Truncate(w.text, 80))
+		}
+		dir, pat := path.Split(w.text)
+		if strings.ContainsAny(dir, "*?[") {
+			return nil, refuse("a pattern may only be in the last part of a name (%q)", mediator.Truncate(w.text, 80))
+		}
+		if _, err := path.Match(pat, ""); err != nil {
+			return nil, refuse("%q is not a valid pattern", mediator.Truncate(w.text, 80))
+		}
+		ents, err := sh.WS.ReadDir(orDot(dir))
+		if err != nil {
+			return nil, err
+		}
+		n := len(out)
+		for _, e := range ents {
+			if ok, _ := path.Match(pat, e.Name()); ok && (!strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(pat, ".")) {
+				out = append(out, dir+e.Name())
+			}
+		}
+		if len(out) == n {
+			return nil, mediator.Errorf(mediator.CodeNotFound, "%s: no match", mediator.Truncate(w.text, 80))
+		}
+	}
+	return out, nil
+}
+
+func orDot(dir string) string {
+	if dir == "" {
+		return "."
+	}
+	return strings.TrimSuffix(dir, "/")
+}
+
+// operands says which arguments a command reads and which it writes.
+func operands(name string, args []string) (reads, writes []string) {
+	var files []string
+	skipNext := false
+	for i, a := range args {
+		switch {
+		case skipNext:
+			skipNext = false
+		case (name == "head" || name == "tail") && a == "-n", name == "find" && (a == "-name" || a == "-type"):
+			skipNext = true
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+		case name == "grep" && !slices.ContainsFunc(args[:i], func(s string) bool { return !strings.HasPrefix(s, "-") }):
+			// grep's first operand is its pattern, not a file
+		default:
+			files = append(files, a)
+		}
+	}
+	switch name {
+	case "mkdir", "touch", "rm":
+		return nil, files
+	case "mv":
+		return nil, files
+	case "cp":
+		if len(files) > 0 {
+			return files[:len(files)-1], files[len(files)-1:]
+		}
+	case "echo", "pwd":
+		return nil, nil
+	}
+	return files, nil
+}
+
+// read reads a file inside the workspace, or outside for a high session
+// (Decide has allowed it by then), through os.Root either way.
+func (sh *Shell) read(name string) ([]byte, error) {
+	if !outside(name) {
+		return sh.WS.ReadFile(name, MaxOutputBytes)
+	}
+	if sh.Outside == nil {
+		return nil, mediator.Errorf(mediator.CodePathNotAllowed, "%s is outside the workspace", mediator.Truncate(name, 80))
+	}
+	f, err := sh.Outside.Open(strings.TrimPrefix(path.Clean(name), "/"))
+	if err != nil {
+		return nil, mediator.Errorf(mediator.CodeNotFound, "%s: %v", mediator.Truncate(name, 80), errText(err))
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "%s is not a regular file", mediator.Truncate(name, 80))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxOutputBytes+1))
+	if err != nil {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "%s: %v", mediator.Truncate(name, 80), errText(err))
+	}
+	if len(b) > MaxOutputBytes {
+		return nil, mediator.Errorf(mediator.CodeTooLarge, "%s is larger than %d bytes", mediator.Truncate(name, 80), MaxOutputBytes)
+	}
+	return b, nil
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if ok := asPathError(err, &pe); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

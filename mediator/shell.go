@@ -1,0 +1,67 @@
+package mediator
+
+import "fmt"
+
+// ShellCommand is one command of the session shell: a Go function over
+// the session's workspace, never an operating-system process.
+type ShellCommand struct {
+	Name string
+	// Info: a command that reports on files (wc, grep, find, pwd) rather
+	// than working them; a low session runs file operations only.
+	Info bool
+	// Writes: the command changes files (mkdir, touch, cp's and mv's
+	// destination, rm, echo with > or >>).
+	Writes bool
+}
+
+// ShellCommands is the shell's whole command set. Anything else is
+// shell_not_allowed, at every level.
+var ShellCommands = map[string]ShellCommand{
+	"ls": {Name: "ls"}, "cat": {Name: "cat"}, "head": {Name: "head"}, "tail": {Name: "tail"},
+	"mkdir": {Name: "mkdir", Writes: true}, "touch": {Name: "touch", Writes: true},
+	"cp": {Name: "cp", Writes: true}, "mv": {Name: "mv", Writes: true}, "rm": {Name: "rm", Writes: true},
+	"echo": {Name: "echo"},
+	"wc":   {Name: "wc", Info: true}, "grep": {Name: "grep", Info: true}, "find": {Name: "find", Info: true}, "pwd": {Name: "pwd", Info: true},
+}
+
+// ShellStep is one command as the shell is about to run it: its name and
+// where it reaches.
+type ShellStep struct {
+	Command string
+	// ReadsOutside: a path it reads is outside the workspace (absolute).
+	ReadsOutside bool
+	// WritesOutside: a path it writes is outside the workspace.
+	WritesOutside bool
+	// Writes: it writes inside the workspace (a redirect counts).
+	Writes bool
+}
+
+// DecideShell applies the session matrix to one step:
+//
+//	low:    file operations inside the workspace
+//	medium: low + information commands (wc, grep, find, pwd)
+//	high:   medium + reading outside the workspace, and copying an outside
+//	        file in (cp /outside/file name)
+//
+// Writing outside the workspace is denied at every level
+// (path_not_allowed); a command outside the set is shell_not_allowed; a
+// level below what the step needs is session_level.
+func DecideShell(level string, s ShellStep) Decision {
+	lvl, err := ParseLevel(level)
+	if err != nil {
+		return Deny(CodeInvalidLevel, MessageOf(err))
+	}
+	cmd, ok := ShellCommands[s.Command]
+	if !ok {
+		return Deny(CodeShellNotAllowed, fmt.Sprintf("%q is not a command of the session shell (ls, cat, head, tail, wc, grep, find, mkdir, touch, cp, mv, rm, echo, pwd)", Truncate(s.Command, 32)))
+	}
+	switch {
+	case s.WritesOutside:
+		return Deny(CodePathNotAllowed, fmt.Sprintf("%s would write outside the workspace, which no level allows", cmd.Name))
+	case s.ReadsOutside && lvl != LevelHigh:
+		return Deny(CodeSessionLevel, fmt.Sprintf("%s reads outside the workspace, which only a high session may (this one is %s)", cmd.Name, lvl))
+	case cmd.Info && lvl == LevelLow:
+		return Deny(CodeSessionLevel, fmt.Sprintf("%s is an information command; a low session runs file operations only", cmd.Name))
+	}
+	return Allow(fmt.Sprintf("%s is allowed at level %s", cmd.Name, lvl))
+}

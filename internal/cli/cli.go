@@ -101,7 +101,9 @@ func route(ctx context.Context, env Env) error {
 		return runGrant(ctx, sub, true)
 	case "revoke":
 		return runGrant(ctx, sub, false)
-	case "prefs", "audit", "workflow":
+	case "shell":
+		return runShell(ctx, sub)
+	case "prefs", "audit", "workflow", "session":
 		return routeGroup(ctx, cmd, sub)
 	case "serve":
 		return runServe(ctx, sub)
@@ -135,6 +137,10 @@ func routeGroup(ctx context.Context, group string, env Env) error {
 		return runPrefsRevoke(ctx, sub)
 	case "workflow run":
 		return runWorkflowCmd(ctx, sub)
+	case "session set":
+		return runSessionSet(ctx, sub)
+	case "session show":
+		return runSessionShow(ctx, sub)
 	case "audit verify":
 		return runAuditVerifyCheckpoint(ctx, sub)
 	case "audit tail":

@@ -24,6 +24,7 @@ var knownCodes = []mediator.Code{
 	mediator.CodeInvalidModule, mediator.CodeModuleLimits, mediator.CodeImportNotGranted, mediator.CodeTrap, mediator.CodeMemoryLimit,
 	mediator.CodeCallLimit, mediator.CodeExitNonZero,
 	mediator.CodeInvalidWorkflow, mediator.CodeNotPure, mediator.CodeDependencyFailed,
+	mediator.CodePathNotAllowed, mediator.CodeQuotaExceeded, mediator.CodeNotFound, mediator.CodeShellNotAllowed,
 	mediator.CodeUnknownSession, mediator.CodeInvalidLevel, mediator.CodeSessionLevel, mediator.CodeUnauthorized,
 	mediator.CodeAuditBadSignature, mediator.CodeAuditTruncated, mediator.CodeAuditInconsistent,
 }

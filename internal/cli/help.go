@@ -79,6 +79,22 @@ var specs = []*spec{
 			"nmhost workflow run --yes-to-layers --json digest.json",
 		},
 		minArgs: 1, maxArgs: 1},
+	{name: "session set", synopsis: "[--level L] ID",
+		summary:  "creates a session (medium) or changes its permission level; the same settings as the viewer's PUT /api/sessions/:id/settings",
+		args:     [][2]string{{"ID", "the session's id"}},
+		examples: []string{"nmhost session set --level low chat-1"},
+		minArgs:  1, maxArgs: 1},
+	{name: "session show", synopsis: "ID",
+		summary:  "prints a session's level and workspace directory",
+		args:     [][2]string{{"ID", "the session's id"}},
+		examples: []string{"nmhost session show chat-1"},
+		minArgs:  1, maxArgs: 1},
+	{name: "shell", synopsis: "--session ID [-c COMMAND]",
+		summary: "the session shell over the session's workspace, at its level: ls, cat, head, tail, wc, grep, find, mkdir, touch, cp, mv, rm, echo, pwd, in Go, never a process; each command decided and recorded; -c runs one and exits 1 on a refusal",
+		examples: []string{
+			"nmhost shell --session chat-1 -c 'ls -R'",
+			"nmhost shell --session chat-1",
+		}},
 	{name: "grant", synopsis: "AGENT PERMISSION",
 		summary: "grants a permission the agent's profile asks for, and ends a revocation of it",
 		args:    [][2]string{{"AGENT", "the agent's id (agentId in its profile)"}, {"PERMISSION", "one of " + permissionNames()}},
@@ -142,6 +158,7 @@ var groups = map[string]string{
 	"prefs":    "the remembered \"always\" answers",
 	"audit":    "the tamper-evident audit trail",
 	"workflow": "graphs of agent tasks, approved a layer at a time",
+	"session":  "sessions: a permission level and a workspace each",
 }
 
 func specFor(name string) *spec {

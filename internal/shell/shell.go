@@ -19,12 +19,14 @@ import (
 const MaxOutputBytes = 1 << 20
 
 // Shell runs command lines for one session. Every command is decided by
-// the mediator's session matrix (mediator.DecideShell) before it runs, and
-// then by Decide when set (where the host records it).
+// the mediator's session matrix (mediator.DecideShell) before it runs;
+// Record, when set, gets every decision, allowing or not, before the
+// command runs (the host appends it to the audit trail and a denial to
+// the denial log), and a failure to record stops the command.
 type Shell struct {
 	WS     *workspace.Workspace
 	Level  string
-	Decide func(ctx context.Context, step mediator.ShellStep) error
+	Record func(ctx context.Context, step mediator.ShellStep, d mediator.Decision) error
 	// Outside reads files outside the workspace for a high session (an
 	// os.Root at "/"); nil: no outside read is possible at any level.
 	Outside *os.Root
@@ -139,13 +141,14 @@ func (sh *Shell) call(ctx context.Context, c *call, in []byte, out io.Writer) er
 		step.WritesOutside = step.WritesOutside || outside(w)
 		step.Writes = true
 	}
-	if d := mediator.DecideShell(sh.Level, step); !d.Allowed {
-		return d.Err()
-	}
-	if sh.Decide != nil {
-		if err := sh.Decide(ctx, step); err != nil {
+	d := mediator.DecideShell(sh.Level, step)
+	if sh.Record != nil {
+		if err := sh.Record(ctx, step, d); err != nil {
 			return err
 		}
+	}
+	if !d.Allowed {
+		return d.Err()
 	}
 	if c.in != "" {
 		if in, err = sh.read(c.in); err != nil {

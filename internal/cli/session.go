@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/agentgate/nmhost/internal/shell"
+	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/workspace"
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// runSessionSet: nmhost session set ID --level L. It creates the session
+// (medium unless --level says otherwise) or changes its level, through the
+// store the viewer's PUT /api/sessions/:id/settings uses.
+func runSessionSet(ctx context.Context, env Env) error {
+	var level string
+	fs := flag.NewFlagSet("session set", flag.ContinueOnError)
+	fs.StringVar(&level, "level", "", "the session's permission level `L`: low, medium or high")
+	args, err := parse(specFor("session set"), fs, env)
+	if err != nil {
+		return err
+	}
+	patch := map[string]any{}
+	if level != "" {
+		patch["permission_level"] = level
+	}
+	raw, _ := json.Marshal(patch)
+	st, err := openStore(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	set, err := st.UpdateSessionSettings(ctx, args[0], raw)
+	if err != nil {
+		return err
+	}
+	return printSession(env.Stdout, args[0], set)
+}
+
+// runSessionShow: nmhost session show ID.
+func runSessionShow(ctx context.Context, env Env) error {
+	args, err := parse(specFor("session show"), flag.NewFlagSet("session show", flag.ContinueOnError), env)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	set, err := st.SessionSettings(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	return printSession(env.Stdout, args[0], set)
+}
+
+func printSession(w io.Writer, id string, set mediator.SessionSettings) error {
+	_, err := fmt.Fprintf(w, "session %s\n  level      %s\n  workspace  %s\n", id, set.PermissionLevel, set.Workspace.RootDir)
+	return err
+}
+
+// runShell: nmhost shell --session ID [-c COMMAND]. The session shell at
+// the session's level, over its workspace: one command with -c (its
+// output on stdout; a refusal's code on stderr and exit 1), otherwise a
+// line at a time from stdin. Every command is decided and recorded.
+func runShell(ctx context.Context, env Env) error {
+	var session, command string
+	fs := flag.NewFlagSet("shell", flag.ContinueOnError)
+	fs.StringVar(&session, "session", "", "the session `ID` whose workspace and level the shell has (required)")
+	fs.StringVar(&command, "c", "", "run this one `COMMAND` and exit")
+	if _, err := parse(specFor("shell"), fs, env); err != nil {
+		return err
+	}
+	if session == "" {
+		return usagef("shell", "--session is required: the session whose workspace and level the shell has")
+	}
+	st, err := openStore(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	set, err := st.SessionSettings(ctx, session)
+	if err != nil {
+		return err
+	}
+	ws, err := workspace.Open(st.SessionWorkspaceDir(session), workspace.Limits{})
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	sh := &shell.Shell{WS: ws, Level: set.PermissionLevel, Record: recordShell(st, session, set.PermissionLevel)}
+	if set.PermissionLevel == mediator.LevelHigh {
+		// Only a high session reads outside its workspace, and then
+		// through an os.Root too.
+		if sh.Outside, err = os.OpenRoot("/"); err != nil {
+			return err
+		}
+		defer sh.Outside.Close()
+	}
+	if command != "" {
+		if err := sh.Run(ctx, command, env.Stdout); err != nil {
+			fmt.Fprintf(env.Stderr, "nmhost shell: %s: %s\n", mediator.CodeOf(err), mediator.MessageOf(err))
+			return errRunFailed
+		}
+		return nil
+	}
+	interactive := isTerminal(env.Stdin)
+	in := bufio.NewScanner(env.Stdin)
+	in.Buffer(make([]byte, 4096), shell.MaxCommandBytes+1)
+	failed := false
+	for {
+		if interactive {
+			fmt.Fprintf(env.Stderr, "%s (%s)$ ", session, set.PermissionLevel)
+		}
+		if !in.Scan() {
+			break
+		}
+		line := strings.TrimSpace(in.Text())
+		if line == "" || line == "exit" {
+			if line == "exit" {
+				break
+			}
+			continue
+		}
+		if err := sh.Run(ctx, line, env.Stdout); err != nil {
+			fmt.Fprintf(env.Stderr, "nmhost shell: %s: %s\n", mediator.CodeOf(err), mediator.MessageOf(err))
+			failed = true
+		}
+	}
+	if failed && !interactive {
+		return errRunFailed
+	}
+	return nil
+}
+
+// recordShell appends each shell decision to the audit trail and each
+// refusal to the denial log: a person's shell is decided and recorded
+// like an agent's.
+func recordShell(st *store.Store, session, level string) func(context.Context, mediator.ShellStep, mediator.Decision) error {
+	return func(ctx context.Context, step mediator.ShellStep, d mediator.Decision) error {
+		op := mediator.Operation{Name: "shell." + mediator.Truncate(step.Command, 32), SessionLevel: level}
+		_, err := st.AppendAudit(ctx, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: op, Allowed: d.Allowed,
+			Code: d.Code, DecidedBy: "level:" + level, Reason: d.Reason})
+		if err != nil {
+			return err
+		}
+		if !d.Allowed {
+			_, _ = st.LogDenial(context.WithoutCancel(ctx), mediator.Denial{AgentID: "shell", Permission: "shell", Code: d.Code,
+				Context: mediator.DenialContext{Reason: d.Reason, Layer: "cli", Details: map[string]string{"session": session, "command": step.Command}}})
+		}
+		return nil
+	}
+}

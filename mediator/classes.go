@@ -31,6 +31,10 @@ type OperationRule struct {
 	// StaysLocal is true when nothing leaves the machine: the only
 	// operations a "low" session may run.
 	StaysLocal bool
+	// Workspace is the access to the session's workspace the operation
+	// needs from the agent's permission set, for operations that need no
+	// grant (Permission "").
+	Workspace WorkspaceAccess
 	// MCP tool annotations an MCP client would see for this operation.
 	ReadOnly, Destructive, Idempotent, OpenWorld bool
 	Why                                          string // the sentence a prompt shows
@@ -70,6 +74,11 @@ var OperationTable = []OperationRule{
 		OpenWorld: true, Why: "sends data to a server"},
 	{Name: OpNetworkFetch, Method: "DELETE", Permission: PermNetworkFetch, Class: AlwaysConfirm, Target: "origin",
 		Destructive: true, Idempotent: true, OpenWorld: true, Why: "asks a server to delete something"},
+	// No grant: the permission set's workspace column decides whether a
+	// module can write its session's workspace at all (read-write sets
+	// only); each write is still decided and recorded here.
+	{Name: OpWorkspaceWrite, Workspace: WorkspaceReadWrite, Class: AlwaysSafe, StaysLocal: true,
+		Idempotent: true, Why: "writes a file in the session's own workspace"},
 }
 
 // unknownRule is what an operation outside the table gets.

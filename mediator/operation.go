@@ -19,11 +19,13 @@ type Operation struct {
 
 	// Targets, as far as the operation has one. URL and Host are canonical
 	// (netproxy's normal form); Origin is the page's origin for page calls.
-	Method     string `json:"method,omitempty"`
-	URL        string `json:"url,omitempty"`
-	Host       string `json:"host,omitempty"`
-	Origin     string `json:"origin,omitempty"`
-	Selector   string `json:"selector,omitempty"`
+	Method   string `json:"method,omitempty"`
+	URL      string `json:"url,omitempty"`
+	Host     string `json:"host,omitempty"`
+	Origin   string `json:"origin,omitempty"`
+	Selector string `json:"selector,omitempty"`
+	// Path is a workspace name, relative to the workspace.
+	Path       string `json:"path,omitempty"`
 	TextLength int    `json:"textLength,omitempty"` // bytes written or read; never the text
 	// Hop is, for a fetch, the redirect this request follows (1 for the
 	// first); 0 for the request as the agent made it. Each hop is decided
@@ -55,6 +57,7 @@ const (
 	OpClipboardWrite       = "clipboard.write"
 	OpNotificationsShow    = "notifications.showNotification"
 	OpNetworkFetch         = "network.fetch"
+	OpWorkspaceWrite       = "workspace.write"
 )
 
 // Authorizer decides an operation before it runs. A nil error allows it:

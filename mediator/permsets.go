@@ -47,6 +47,12 @@ const (
 	WorkspaceReadWrite WorkspaceAccess = "read-write"
 )
 
+// WorkspaceCovers reports whether having access has covers needing need.
+func WorkspaceCovers(has, need WorkspaceAccess) bool {
+	rank := map[WorkspaceAccess]int{WorkspaceNone: 0, "": 0, WorkspaceRead: 1, WorkspaceReadWrite: 2}
+	return rank[has] >= rank[need]
+}
+
 // Environment names a module may see. A set lists some of these; their
 // values come from the run, never from the host's own environment.
 const (
@@ -127,9 +133,13 @@ func ParsePermissionSet(s string) (PermissionSet, error) {
 
 // SmallestSet returns the first set, from least to most, that allows every
 // permission in perms.
-func SmallestSet(perms []Permission) PermissionSet {
+func SmallestSet(perms []Permission) PermissionSet { return SmallestSetFor(perms, WorkspaceNone) }
+
+// SmallestSetFor is SmallestSet of a module that also needs ws access to
+// the workspace.
+func SmallestSetFor(perms []Permission, ws WorkspaceAccess) PermissionSet {
 	for _, r := range PermissionSetTable {
-		if !slices.ContainsFunc(perms, func(p Permission) bool { return !r.Allows(p) }) {
+		if WorkspaceCovers(r.Workspace, ws) && !slices.ContainsFunc(perms, func(p Permission) bool { return !r.Allows(p) }) {
 			return r.Set
 		}
 	}

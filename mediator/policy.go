@@ -180,15 +180,8 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	if err != nil {
 		return denied(rule.Class, CodeOf(err), "grant:"+string(rule.Permission), MessageOf(err))
 	}
-	if !f.granted && f.revoked {
-		return denied(rule.Class, CodeRevokedByUser, "grant:"+string(rule.Permission), RevokedMessage(op.AgentID, rule.Permission))
-	}
-	if !f.granted {
-		return denied(rule.Class, CodePermissionNotGranted, "grant:"+string(rule.Permission),
-			fmt.Sprintf("agent %q has not been granted %q", op.AgentID, rule.Permission))
-	}
-	if r, named := SetRule(f.set.Set); f.set.Set != "" && (!named || !r.Allows(rule.Permission)) {
-		return denied(rule.Class, CodePermissionOutsideSet, "set:"+string(f.set.Set), OutsideSetMessage(f.set.Set, rule.Permission))
+	if d, ok := grantDenial(op, rule, f); !ok {
+		return d
 	}
 	if d, ok := capabilityDenial(rule, f.caps); !ok {
 		return d
@@ -331,4 +324,36 @@ func codeOrInternal(c Code) Code {
 		return CodeInternal
 	}
 	return c
+}
+
+// grantDenial checks the grant and the permission set. An operation that
+// needs no grant (a workspace write) needs the set's workspace access
+// instead, which a set must name.
+func grantDenial(op Operation, rule OperationRule, f decisionFacts) (PolicyDecision, bool) {
+	if rule.Permission == "" {
+		r, named := SetRule(f.set.Set)
+		if !named || !WorkspaceCovers(r.Workspace, rule.Workspace) {
+			return denied(rule.Class, CodePermissionOutsideSet, "set:"+string(f.set.Set),
+				fmt.Sprintf("%s needs %s access to the workspace; the agent's permission set %s gives %s", op.Name, rule.Workspace, orNone(string(f.set.Set)), orNone(string(r.Workspace)))), false
+		}
+		return PolicyDecision{}, true
+	}
+	if !f.granted && f.revoked {
+		return denied(rule.Class, CodeRevokedByUser, "grant:"+string(rule.Permission), RevokedMessage(op.AgentID, rule.Permission)), false
+	}
+	if !f.granted {
+		return denied(rule.Class, CodePermissionNotGranted, "grant:"+string(rule.Permission),
+			fmt.Sprintf("agent %q has not been granted %q", op.AgentID, rule.Permission)), false
+	}
+	if r, named := SetRule(f.set.Set); f.set.Set != "" && (!named || !r.Allows(rule.Permission)) {
+		return denied(rule.Class, CodePermissionOutsideSet, "set:"+string(f.set.Set), OutsideSetMessage(f.set.Set, rule.Permission)), false
+	}
+	return PolicyDecision{}, true
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

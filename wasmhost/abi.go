@@ -60,3 +60,17 @@ var wasiAllowed = map[string]bool{
 	"fd_write": true, "fd_read": true, "fd_close": true, "fd_fdstat_get": true, "fd_fdstat_set_flags": true,
 	"fd_prestat_get": true, "fd_prestat_dir_name": true,
 }
+
+// wasiWorkspace are the WASI file functions, linked only when the run's
+// permission set gives the workspace access each needs; they reach the
+// session's workspace, mounted at /workspace through os.Root, and nothing
+// else (there is no other preopened directory).
+var wasiWorkspace = map[string]mediator.WorkspaceAccess{
+	"path_open": mediator.WorkspaceRead, "fd_readdir": mediator.WorkspaceRead, "fd_seek": mediator.WorkspaceRead,
+	"fd_tell": mediator.WorkspaceRead, "fd_pread": mediator.WorkspaceRead, "fd_filestat_get": mediator.WorkspaceRead,
+	"path_filestat_get": mediator.WorkspaceRead, "fd_advise": mediator.WorkspaceRead,
+	"fd_pwrite": mediator.WorkspaceReadWrite, "fd_filestat_set_size": mediator.WorkspaceReadWrite,
+	"fd_sync": mediator.WorkspaceReadWrite, "fd_datasync": mediator.WorkspaceReadWrite,
+	"path_create_directory": mediator.WorkspaceReadWrite, "path_remove_directory": mediator.WorkspaceReadWrite,
+	"path_unlink_file": mediator.WorkspaceReadWrite, "path_rename": mediator.WorkspaceReadWrite,
+}

@@ -26,6 +26,8 @@ type InspectedImport struct {
 	Name       string              `json:"name"`
 	Kind       string              `json:"kind"` // function, table, memory, global
 	Permission mediator.Permission `json:"permission,omitempty"`
+	// Workspace is the workspace access a WASI file function needs.
+	Workspace mediator.WorkspaceAccess `json:"workspace,omitempty"`
 	// Use is "call" (called by name), "indirect" (only through a table,
 	// ref.func or an export), or "none" (never referenced).
 	Use string `json:"use"`
@@ -62,6 +64,7 @@ func Inspect(module []byte) (Inspection, error) {
 	in := Inspection{Imports: []InspectedImport{}}
 	var fn uint32 // function index space: imported functions come first
 	var needs []mediator.Permission
+	workspaceNeed := mediator.WorkspaceNone
 	unused, indirect := []string{}, []string{}
 	for _, im := range info.imports {
 		ii := InspectedImport{Module: im.module, Name: im.name, Kind: importKinds[im.kind], Use: "none"}
@@ -74,13 +77,18 @@ func Inspect(module []byte) (Inspection, error) {
 			}
 			fn++
 		}
-		if d := checkImports([]moduleImport{im}, func(mediator.Permission) bool { return true }); d != nil {
+		if d := checkImports([]moduleImport{im}, func(mediator.Permission) bool { return true }, mediator.WorkspaceReadWrite); d != nil {
 			if in.Refused == "" {
 				in.Refused = d.Reason
 			}
 		} else if im.module == HostModule {
 			i := slices.IndexFunc(hostFuncs, func(h hostFunc) bool { return h.name == im.name })
 			ii.Permission = hostFuncs[i].permission
+		} else if need, file := wasiWorkspace[im.name]; file && im.module == wasiModule {
+			ii.Workspace = need
+			if !mediator.WorkspaceCovers(workspaceNeed, need) {
+				workspaceNeed = need
+			}
 		}
 		if p := ii.Permission; p != "" {
 			needs = append(needs, p)
@@ -99,17 +107,23 @@ func Inspect(module []byte) (Inspection, error) {
 		in.Reasons = []string{in.Refused + "; no permission set links it, so the module cannot run"}
 		return in, nil
 	}
-	in.Set = mediator.SmallestSet(needs)
+	in.Set = mediator.SmallestSetFor(needs, workspaceNeed)
 	in.Pure = in.Set == mediator.SetMinimal
 	in.Confidence = confidenceCertain
 	rule, _ := mediator.SetRule(in.Set)
 	switch {
+	case len(needs) == 0 && workspaceNeed != mediator.WorkspaceNone:
+		in.Reasons = append(in.Reasons, fmt.Sprintf("imports WASI file functions that need %s access to the workspace; %s is the smallest set that gives it (%s)", workspaceNeed, in.Set, rule.Why))
 	case len(needs) == 0:
 		in.Reasons = append(in.Reasons, "imports only input, result and compute-only WASI: pure work")
 	case in.Pure:
 		in.Reasons = append(in.Reasons, "imports only log, input, result and compute-only WASI: pure work")
 	default:
-		in.Reasons = append(in.Reasons, fmt.Sprintf("imports need %s; %s is the smallest set that links them (%s)", joinPerms(needs), in.Set, rule.Why))
+		ws := ""
+		if workspaceNeed != mediator.WorkspaceNone {
+			ws = fmt.Sprintf(" and %s access to the workspace", workspaceNeed)
+		}
+		in.Reasons = append(in.Reasons, fmt.Sprintf("imports need %s%s; %s is the smallest set that links them (%s)", joinPerms(needs), ws, in.Set, rule.Why))
 	}
 	// Only imports that set the set matter: one that a smaller set would
 	// link too changes nothing however the code reaches it.
@@ -120,6 +134,15 @@ func Inspect(module []byte) (Inspection, error) {
 	if len(indirect) > 0 && use.callsIndirect {
 		in.Confidence = min(in.Confidence, confidenceIndirect)
 		in.Reasons = append(in.Reasons, fmt.Sprintf("%s is reached only through a function table; which call reaches it is decided at run time", strings.Join(indirect, ", ")))
+	}
+	if workspaceNeed == mediator.WorkspaceRead && slices.ContainsFunc(in.Imports, func(im InspectedImport) bool {
+		return im.Module == wasiModule && im.Name == "path_open"
+	}) {
+		// path_open with write flags is a write the imports do not show;
+		// under a read set the workspace is mounted read-only, so such a
+		// write fails rather than happens.
+		in.Confidence = min(in.Confidence, confidenceIndirect)
+		in.Reasons = append(in.Reasons, "path_open may open a file for writing, which the imports cannot show; the workspace is mounted read-only under "+string(in.Set))
 	}
 	if use.unreadable != "" {
 		in.Confidence = min(in.Confidence, confidenceUnsure)
@@ -159,7 +182,7 @@ func joinPerms(perms []mediator.Permission) string {
 func pureImports(imports []moduleImport) bool {
 	rule, _ := mediator.SetRule(mediator.SetMinimal)
 	for _, im := range imports {
-		if d := checkImports([]moduleImport{im}, rule.Allows); d != nil {
+		if d := checkImports([]moduleImport{im}, rule.Allows, rule.Workspace); d != nil {
 			return false
 		}
 	}

@@ -13,7 +13,10 @@ import (
 type linkDenial struct {
 	Import     string // "module.name"
 	Permission mediator.Permission
-	Reason     string
+	// Workspace is the workspace access a WASI file function needed and
+	// the permission set did not give.
+	Workspace mediator.WorkspaceAccess
+	Reason    string
 }
 
 // checkImports returns the first import that may not be linked: an
@@ -21,7 +24,7 @@ type linkDenial struct {
 // any other module, or an imported memory, table or global. It runs on the
 // imports validate read, before anything is compiled, and again on the
 // compiled module's, so the decision holds for what wazero itself parsed.
-func checkImports(imports []moduleImport, granted func(mediator.Permission) bool) *linkDenial {
+func checkImports(imports []moduleImport, granted func(mediator.Permission) bool, ws mediator.WorkspaceAccess) *linkDenial {
 	for _, im := range imports {
 		full := im.module + "." + im.name
 		switch im.kind {
@@ -44,8 +47,14 @@ func checkImports(imports []moduleImport, granted func(mediator.Permission) bool
 				return &linkDenial{Import: full, Permission: h.permission, Reason: fmt.Sprintf("%s needs %s, which the agent was not granted", full, h.permission)}
 			}
 		case wasiModule:
+			if need, file := wasiWorkspace[im.name]; file {
+				if !mediator.WorkspaceCovers(ws, need) {
+					return &linkDenial{Import: full, Workspace: need, Reason: fmt.Sprintf("%s needs %s access to the session's workspace, which the agent's permission set does not give", full, need)}
+				}
+				continue
+			}
 			if !wasiAllowed[im.name] {
-				return &linkDenial{Import: full, Reason: fmt.Sprintf("%s is outside the WASI subset agents get (no files, sockets or processes)", full)}
+				return &linkDenial{Import: full, Reason: fmt.Sprintf("%s is outside the WASI subset agents get (no sockets or processes; files only in the workspace)", full)}
 			}
 		default:
 			return &linkDenial{Import: full, Reason: fmt.Sprintf("%s: module %q is not available to agents", full, im.module)}

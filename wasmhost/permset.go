@@ -5,6 +5,11 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+
+	"github.com/agentgate/nmhost/workspace"
+
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -104,3 +109,37 @@ func inferCached(sha string, module []byte) mediator.SetInference {
 	inferences.Unlock()
 	return in.SetInference
 }
+
+// outsideWorkspace explains a link refusal of a WASI file function the
+// set's workspace access does not cover.
+func (rs runSet) outsideWorkspace(imp string, need mediator.WorkspaceAccess, details map[string]string) (mediator.Code, string) {
+	msg := fmt.Sprintf("the module imports %s, which needs %s access to the session's workspace; the permission set %s gives %s",
+		imp, need, rs.choice.Set, rs.rule.Workspace)
+	details["permissionSet"] = string(rs.choice.Set)
+	if !rs.choice.Fallback {
+		return mediator.CodePermissionOutsideSet, msg
+	}
+	details["confidence"] = strconv.FormatFloat(rs.choice.Confidence, 'f', 2, 64)
+	return mediator.CodeSetFallback, msg + " (" + rs.choice.Warning + ")"
+}
+
+// workspaceFS mounts the run's workspace at /workspace when its set gives
+// workspace access. The mount is the workspace's own os.Root file system,
+// never wazero's directory mount, and each change goes through the
+// policy as workspace.write with its path and size.
+func (ru *run) workspaceFS() (wazero.FSConfig, bool) {
+	access := ru.set.rule.Workspace
+	if ru.spec.Workspace == nil || access == mediator.WorkspaceNone || access == "" {
+		return nil, false
+	}
+	hooks := workspace.Hooks{Change: func(op, name string, n int64, do func() error) error {
+		_, err := ru.authorized(mediator.Operation{Name: mediator.OpWorkspaceWrite, Method: op, Path: name, TextLength: int(n)},
+			func() ([]byte, error) { return nil, do() })
+		return err
+	}}
+	fsys := ru.spec.Workspace.SysFS(access != mediator.WorkspaceReadWrite, hooks)
+	return wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(fsys, WorkspaceGuestPath), true
+}
+
+// WorkspaceGuestPath is where a guest finds its workspace.
+const WorkspaceGuestPath = "/workspace"

@@ -59,11 +59,13 @@ func TestPermissionSetLinks(t *testing.T) {
 }
 
 // TestSetsOfferNoProcessSocketOrFile: trusted, like every set, links no
-// WASI function that opens a file, a socket or a process, whatever the
-// grants: they are not in the runtime's subset at all.
+// WASI function that opens a socket or a process, or makes a link (a way
+// to a file outside the workspace), whatever the grants: they are not in
+// the runtime's subset at all. The workspace's own file functions reach
+// only the workspace (TestGuestWorkspace).
 func TestSetsOfferNoProcessSocketOrFile(t *testing.T) {
 	f := newFixture(t)
-	for _, name := range []string{"path_open", "sock_accept", "sock_recv", "sock_send", "proc_raise", "path_unlink_file", "fd_renumber"} {
+	for _, name := range []string{"sock_accept", "sock_recv", "sock_send", "sock_shutdown", "proc_raise", "path_symlink", "path_link", "fd_renumber"} {
 		for _, set := range []mediator.PermissionSet{mediator.SetTrusted, mediator.SetMCPStandard, mediator.SetFilesystem} {
 			t.Run(string(set)+"/"+name, func(t *testing.T) {
 				module := wmodule{imports: []wimport{wasi(name, 0x7f)}}.bytes()

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentgate/nmhost/workspace"
+
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
@@ -47,6 +49,11 @@ type RunSpec struct {
 	// network-fetch path); nil answers fetches with no_browser's sibling,
 	// network_disabled.
 	Fetch func(ctx context.Context, req netproxy.Request) (*netproxy.Response, error)
+	// Workspace is the run's session workspace, mounted at /workspace
+	// when the permission set gives workspace access (read-only for
+	// readonly); nil mounts nothing. Every change a guest makes to it is
+	// decided and recorded as workspace.write.
+	Workspace *workspace.Workspace
 	// LogDenial records denials the runtime decides itself (link time).
 	LogDenial func(ctx context.Context, d mediator.Denial)
 	// Events receives output and denials as they happen; may be nil. It is
@@ -193,6 +200,9 @@ func (ru *run) execute(ctx context.Context) Result {
 	for _, kv := range ru.set.env(p.AgentID, ru.spec.SessionLevel) {
 		mc = mc.WithEnv(kv[0], kv[1])
 	}
+	if fsc, ok := ru.workspaceFS(); ok {
+		mc = mc.WithFSConfig(fsc)
+	}
 	exports := compiled.ExportedFunctions()
 	_, hasStart := exports["_start"]
 	_, hasRun := exports["run"]
@@ -228,7 +238,7 @@ func (ru *run) link(ctx context.Context, imports []moduleImport) (Result, bool) 
 		granted[g.Permission] = true
 	}
 	// The set bounds the grants: a run links their intersection.
-	d := checkImports(imports, func(p mediator.Permission) bool { return granted[p] && ru.set.rule.Allows(p) })
+	d := checkImports(imports, func(p mediator.Permission) bool { return granted[p] && ru.set.rule.Allows(p) }, ru.set.rule.Workspace)
 	if d == nil {
 		return Result{}, false
 	}
@@ -237,6 +247,8 @@ func (ru *run) link(ctx context.Context, imports []moduleImport) (Result, bool) 
 	code, reason := mediator.CodeImportNotGranted, d.Reason
 	details := map[string]string{"import": d.Import}
 	switch {
+	case d.Workspace != "":
+		code, reason = ru.set.outsideWorkspace(d.Import, d.Workspace, details)
 	case granted[d.Permission] && !ru.set.rule.Allows(d.Permission):
 		code, reason = ru.set.outside(d.Import, d.Permission, details)
 	case slices.Contains(ru.spec.Agent.Revoked, d.Permission):

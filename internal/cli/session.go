@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/shell"
 	"github.com/agentgate/nmhost/internal/store"
-	"github.com/agentgate/nmhost/internal/workspace"
+	"github.com/agentgate/nmhost/workspace"
 	"github.com/agentgate/nmhost/mediator"
 )
 

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentgate/nmhost/internal/workspace"
+	"github.com/agentgate/nmhost/workspace"
 	"github.com/agentgate/nmhost/mediator"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentgate/nmhost/internal/workspace"
+	"github.com/agentgate/nmhost/workspace"
 	"github.com/agentgate/nmhost/mediator"
 )
 

@@ -1,0 +1,138 @@
+package wasmhost
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentgate/nmhost/internal/testwasm"
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/workspace"
+)
+
+// fsprobeWasm is testdata/fsprobe: it reads and writes files through WASI
+// and imports nothing of the restricted API but input.
+var fsprobeWasm = sync.OnceValues(func() ([]byte, error) {
+	return testwasm.Build("./" + filepath.Join("testdata", "fsprobe"))
+})
+
+// wsRun runs fsprobe under set with a workspace at dir, the agent's
+// record installed in the store so the policy sees its set.
+func wsRun(t *testing.T, f *fixture, set mediator.PermissionSet, dir, input string) Result {
+	t.Helper()
+	module, err := fsprobeWasm()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := underSet("fsprobe", set, mediator.Capabilities{})
+	if _, err := f.st.InstallAgent(context.Background(), rec.Profile, ""); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := workspace.Open(dir, workspace.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	spec := f.spec(rec, module, input)
+	spec.Workspace = ws
+	res, err := sharedRuntime().Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestGuestWorkspace: a Go guest's os.ReadFile and os.WriteFile work on
+// /workspace and nowhere else: the host's files, "..", and a link planted
+// inside that points out all fail, and the canary outside is untouched.
+// Each change is a workspace.write decision in the audit trail.
+func TestGuestWorkspace(t *testing.T) {
+	f := newFixture(t)
+	base := t.TempDir()
+	canary := filepath.Join(base, "canary.txt")
+	os.WriteFile(canary, []byte("secret"), 0o600)
+	dir := filepath.Join(base, "ws")
+	os.MkdirAll(dir, 0o700)
+	os.Symlink(canary, filepath.Join(dir, "planted"))
+	res := wsRun(t, f, mediator.SetFilesystem, dir, strings.Join([]string{
+		"write /workspace/a.txt hello", "read /workspace/a.txt", "ls /workspace",
+		"read /etc/hostname", "read /workspace/../canary.txt", "read /workspace/../../" + canary,
+		"read /workspace/planted", "write /workspace/planted owned", "write /workspace/../canary.txt owned",
+		"write /tmp/x owned", "read " + canary,
+	}, "\n"))
+	if res.Status != "ok" {
+		t.Fatalf("%s %s\n%s", res.Status, res.Error, res.Output)
+	}
+	for _, want := range []string{
+		"write /workspace/a.txt: ok", `read /workspace/a.txt: "hello"`, "ls /workspace: a.txt,planted",
+		"read /etc/hostname: error", "read /workspace/../canary.txt: error", "read /workspace/planted: error",
+		"write /workspace/planted: error", "write /workspace/../canary.txt: error", "write /tmp/x: error",
+		"read " + canary + ": error",
+	} {
+		if !strings.Contains(res.Output, want) {
+			t.Errorf("output lacks %q:\n%s", want, res.Output)
+		}
+	}
+	if b, _ := os.ReadFile(canary); string(b) != "secret" {
+		t.Fatalf("the canary became %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "hello" {
+		t.Fatalf("a.txt holds %q", b)
+	}
+	page, err := f.st.ListAudit(context.Background(), 0, 100, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes []string
+	for _, r := range page.Records {
+		if r.Operation.Name == mediator.OpWorkspaceWrite && r.Kind == mediator.AuditDecision {
+			writes = append(writes, r.Operation.Method+" "+r.Operation.Path)
+		}
+	}
+	if !strings.Contains(strings.Join(writes, ","), "create a.txt") || !strings.Contains(strings.Join(writes, ","), "write a.txt") {
+		t.Fatalf("workspace.write records: %v", writes)
+	}
+}
+
+// TestWorkspaceUnderSets: readonly reads and cannot write; a set with no
+// workspace cannot even link the file functions.
+func TestWorkspaceUnderSets(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("given"), 0o600)
+	res := wsRun(t, f, mediator.SetReadonly, dir, "read /workspace/in.txt\nwrite /workspace/out.txt x")
+	if res.Status != "ok" || !strings.Contains(res.Output, `read /workspace/in.txt: "given"`) || !strings.Contains(res.Output, "write /workspace/out.txt: error") {
+		t.Fatalf("%s %s\n%s", res.Status, res.Error, res.Output)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.txt")); err == nil {
+		t.Fatal("readonly wrote the workspace")
+	}
+	res = wsRun(t, f, mediator.SetNetworkAPI, dir, "read /workspace/in.txt")
+	if res.Code != mediator.CodePermissionOutsideSet || !strings.Contains(res.Error, "needs read access to the session's workspace") {
+		t.Fatalf("%s %s", res.Code, res.Error)
+	}
+}
+
+// TestTwoSessionsApart: two runs at once, in two sessions' workspaces,
+// each sees only its own file.
+func TestTwoSessionsApart(t *testing.T) {
+	f := newFixture(t)
+	base := t.TempDir()
+	var wg sync.WaitGroup
+	out := make([]string, 2)
+	for i, name := range []string{"s1", "s2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := wsRun(t, f, mediator.SetFilesystem, filepath.Join(base, name), "write /workspace/"+name+".txt mine\nls /workspace")
+			out[i] = res.Output
+		}()
+	}
+	wg.Wait()
+	if !strings.Contains(out[0], "ls /workspace: s1.txt\n") || !strings.Contains(out[1], "ls /workspace: s2.txt\n") {
+		t.Fatalf("%q\n%q", out[0], out[1])
+	}
+}

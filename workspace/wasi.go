@@ -211,7 +211,7 @@ type sysFile struct {
 }
 
 func (f *sysFile) IsDir() (bool, experimentalsys.Errno) { return f.dir, 0 }
-func (f *sysFile) IsAppend() bool                      { return f.append }
+func (f *sysFile) IsAppend() bool                       { return f.append }
 
 func (f *sysFile) Stat() (sys.Stat_t, experimentalsys.Errno) {
 	fi, err := f.f.Stat()

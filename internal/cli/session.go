@@ -12,8 +12,8 @@ import (
 
 	"github.com/agentgate/nmhost/internal/shell"
 	"github.com/agentgate/nmhost/internal/store"
-	"github.com/agentgate/nmhost/workspace"
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/workspace"
 )
 
 // runSessionSet: nmhost session set ID --level L. It creates the session

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentgate/nmhost/workspace"
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/workspace"
 )
 
 // MaxOutputBytes bounds what one command line prints, and what one

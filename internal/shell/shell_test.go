@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentgate/nmhost/workspace"
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/workspace"
 )
 
 type fixture struct {

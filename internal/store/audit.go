@@ -56,17 +56,14 @@ func auditHash(prev string, seq int64, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// AppendAudit adds e to the log and returns it as written. The last link
-// is read inside the same BEGIN IMMEDIATE transaction as the insert, and
-// the record's leaf hashes are stored in it too, so concurrent host
-// processes take turns and neither the chain nor the tree ever forks.
+// AppendAudit adds e to the log and returns it as written, durable. It
+// joins the next group commit (commit.go): one transaction and one fsync
+// for every append that arrived while the previous one was committed. The
+// last link is read inside that BEGIN IMMEDIATE transaction, and the
+// record's leaf hashes are stored in it too, so concurrent host processes
+// take turns and neither the chain nor the tree ever forks.
 func (s *Store) AppendAudit(ctx context.Context, e mediator.AuditEntry) (mediator.AuditRecord, error) {
-	var rec mediator.AuditRecord
-	err := s.write(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
-		var err error
-		rec, err = s.appendAuditTx(ctx, tx, e)
-		return err
-	})
+	rec, err := s.EnqueueAudit(ctx, e, nil).Result()
 	if err != nil {
 		return mediator.AuditRecord{}, fmt.Errorf("audit append: %w", err)
 	}

@@ -71,45 +71,48 @@ func (s *Service) Fetch(ctx context.Context, req Request) (*netproxy.Response, e
 	if method == "" {
 		method = "GET"
 	}
-	deny := func(code mediator.Code, url, reason string) error {
+	// by names the rule that refused, for the denial's audit record
+	// ("grant:network.fetch", "acl:allowedHosts", ...).
+	deny := func(code mediator.Code, by, url, reason string) error {
 		s.cfg.LogDenial(ctx, mediator.Denial{
 			AgentID: req.AgentID, Permission: string(mediator.PermNetworkFetch), Code: code,
-			Context: mediator.DenialContext{URL: url, Reason: reason, Method: method},
+			Context: mediator.DenialContext{URL: url, Reason: reason, Method: method,
+				Details: map[string]string{"operation": mediator.OpNetworkFetch, "decidedBy": by}},
 		})
 		return fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), mediator.Errorf(code, "%s", reason))
 	}
 	if err := mediator.ValidAgentID(req.AgentID); err != nil {
-		return nil, deny(mediator.CodeUnknownAgent, req.URL, mediator.MessageOf(err))
+		return nil, deny(mediator.CodeUnknownAgent, "agent", req.URL, mediator.MessageOf(err))
 	}
 	rec, err := s.cfg.Store.Agent(ctx, req.AgentID)
 	if err != nil {
 		if mediator.CodeOf(err) == mediator.CodeUnknownAgent {
-			return nil, deny(mediator.CodeUnknownAgent, req.URL, fmt.Sprintf("agent %q is not installed", req.AgentID))
+			return nil, deny(mediator.CodeUnknownAgent, "agent", req.URL, fmt.Sprintf("agent %q is not installed", req.AgentID))
 		}
 		return nil, err
 	}
 	if d := s.cfg.Store.Check(ctx, req.AgentID, mediator.PermNetworkFetch); !d.Allowed {
-		return nil, deny(codeOr(d.Code), req.URL, d.Reason)
+		return nil, deny(codeOr(d.Code), "grant:"+string(mediator.PermNetworkFetch), req.URL, d.Reason)
 	}
 	// What the fetch would refuse anyway (a method outside the table, a
 	// body on GET, a forbidden header) is refused before anybody is asked,
 	// so no prompt can show it and no "always allow" can remember it.
 	if d := s.cfg.Fetcher.CheckRequest(req.Request); !d.Allowed {
-		return nil, deny(codeOr(d.Code), req.URL, d.Reason)
+		return nil, deny(codeOr(d.Code), "request:fetch", req.URL, d.Reason)
 	}
 	if !rec.Profile.Capabilities.NetworkAccess {
-		return nil, deny(mediator.CodeNetworkDisabled, req.URL, "the agent's profile does not enable networkAccess")
+		return nil, deny(mediator.CodeNetworkDisabled, "capability:networkAccess", req.URL, "the agent's profile does not enable networkAccess")
 	}
 	acl, err := s.acls.get(rec)
 	if err != nil {
-		return nil, deny(mediator.CodeInvalidAllowedHost, req.URL, mediator.MessageOf(err))
+		return nil, deny(mediator.CodeInvalidAllowedHost, "acl:allowedHosts", req.URL, mediator.MessageOf(err))
 	}
 	// The ACL is checked here, before the policy, so that a host the user
 	// never allowed is refused without a prompt; Fetch checks it again on
 	// the URL it actually sends, and on every redirect hop.
 	target, d := acl.Check(req.URL)
 	if !d.Allowed {
-		return nil, deny(codeOr(d.Code), req.URL, d.Reason)
+		return nil, deny(codeOr(d.Code), "acl:allowedHosts", req.URL, d.Reason)
 	}
 	op := mediator.Operation{
 		AgentID: req.AgentID, Permission: mediator.PermNetworkFetch, Name: mediator.OpNetworkFetch,
@@ -144,7 +147,7 @@ func (s *Service) Fetch(ctx context.Context, req Request) (*netproxy.Response, e
 	if err != nil {
 		var de *netproxy.DenyError
 		if errors.As(err, &de) {
-			return nil, deny(de.Code, de.URL, de.Reason)
+			return nil, deny(de.Code, "acl:allowedHosts", de.URL, de.Reason)
 		}
 		return nil, fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), err)
 	}

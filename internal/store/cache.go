@@ -37,6 +37,8 @@ type factCache struct {
 	dvmu sync.Mutex // serialises data_version reads on conn
 	conn *sql.Conn
 
+	reads atomic.Int64 // agents read from the database; tests read it
+
 	mu     sync.Mutex
 	dv     int64
 	seen   uint64 // local at the time the entries were filed
@@ -121,6 +123,7 @@ func (s *Store) facts(ctx context.Context, id string) (*agentFacts, error) {
 	if ok {
 		return f, nil
 	}
+	c.reads.Add(1)
 	f, err = readAgentFacts(ctx, s.db, id)
 	if err != nil {
 		return nil, err

@@ -116,6 +116,17 @@ func TestHelperProcess(t *testing.T) {
 			fail("close: %v", err)
 		}
 		os.Exit(0)
+	case "revoke":
+		// Another process takes a grant back: tag is "AGENT PERMISSION".
+		agent, perm, _ := strings.Cut(tag, " ")
+		if _, err := s.Revoke(ctx, agent, mediator.Permission(perm)); err != nil {
+			fail("revoke: %v", err)
+		}
+		ack("revoked %s", tag)
+		if err := s.Close(); err != nil {
+			fail("close: %v", err)
+		}
+		os.Exit(0)
 	default:
 		fail("unknown mode %q", mode)
 	}

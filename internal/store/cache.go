@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -18,7 +19,9 @@ import (
 //   - another connection committed: SQLite's PRAGMA data_version, asked on
 //     a connection of its own that never writes, changes whenever any
 //     other connection commits (another host process, `nmhost revoke`, or
-//     this process's own pooled connections);
+//     this process's own pooled connections). Where the WAL index can be
+//     mapped (walindex_unix.go) its header, which every commit rewrites,
+//     answers the same question without a query;
 //   - this Store wrote: every write bumps a counter before it returns, so
 //     a revoke made through this Store holds for the very next decision.
 //
@@ -34,14 +37,17 @@ const maxCachedAgents = 1024
 type factCache struct {
 	local atomic.Uint64 // bumped by every write of this Store
 
-	dvmu sync.Mutex // serialises data_version reads on conn
-	conn *sql.Conn
+	dvmu     sync.Mutex // serialises data_version reads on conn
+	conn     *sql.Conn
+	walTried bool
+	walmu    sync.RWMutex // held while the mapping is read; close unmaps it
+	wal      *walIndex
 
 	reads atomic.Int64 // agents read from the database; tests read it
 
 	mu     sync.Mutex
-	dv     int64
-	seen   uint64 // local at the time the entries were filed
+	v      cacheVersion // what the entries were read under
+	filled bool
 	agents map[string]*agentFacts
 }
 
@@ -60,13 +66,17 @@ type agentFacts struct {
 type prefKey struct{ operation, target string }
 
 func newFactCache() *factCache {
-	return &factCache{agents: map[string]*agentFacts{}, dv: -1}
+	return &factCache{agents: map[string]*agentFacts{}}
 }
 
 func (c *factCache) close() {
 	if c == nil {
 		return
 	}
+	c.walmu.Lock()
+	c.wal.close()
+	c.wal = nil
+	c.walmu.Unlock()
 	c.dvmu.Lock()
 	if c.conn != nil {
 		c.conn.Close()
@@ -82,41 +92,73 @@ func (s *Store) wrote() {
 	}
 }
 
-// dataVersion reads PRAGMA data_version on the cache's own connection.
-func (s *Store) dataVersion(ctx context.Context) (int64, error) {
+// version says whether anything may have been committed since the cache
+// was filled: the WAL-index header where it is mapped (no query), else
+// PRAGMA data_version on the cache's own connection. That connection is
+// opened first and stays open, which also keeps the mapping valid
+// (walindex_unix.go).
+func (s *Store) version(ctx context.Context) (cacheVersion, error) {
 	c := s.cache
+	if err := ctx.Err(); err != nil {
+		return cacheVersion{}, err
+	}
+	v := cacheVersion{local: c.local.Load()}
+	c.walmu.RLock()
+	if w := c.wal; w != nil {
+		v.hdr = w.header()
+		c.walmu.RUnlock()
+		return v, nil
+	}
+	c.walmu.RUnlock()
 	c.dvmu.Lock()
 	defer c.dvmu.Unlock()
 	if c.conn == nil {
 		conn, err := s.db.Conn(ctx)
 		if err != nil {
-			return 0, err
+			return v, err
 		}
 		c.conn = conn
 	}
-	var v int64
-	err := c.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
+	err := c.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v.dv)
 	if err != nil {
 		// A broken connection is replaced on the next call.
 		c.conn.Close()
 		c.conn = nil
+		return v, err
 	}
-	return v, err
+	if !c.walTried {
+		// Mapped once, while the connection above holds the database open.
+		c.walTried = true
+		if w := openWALIndex(filepath.Join(s.dir, DBFileName)); w != nil {
+			c.walmu.Lock()
+			c.wal = w
+			c.walmu.Unlock()
+			// From now on the header is the version.
+			return cacheVersion{hdr: w.header(), local: v.local}, nil
+		}
+	}
+	return v, nil
+}
+
+// cacheVersion is what the cached entries were read under.
+type cacheVersion struct {
+	hdr   [walIndexHeader]byte
+	dv    int64
+	local uint64
 }
 
 // facts returns the cached facts of the agent, reading them when anything
 // may have changed since they were cached.
 func (s *Store) facts(ctx context.Context, id string) (*agentFacts, error) {
 	c := s.cache
-	local := c.local.Load()
-	dv, err := s.dataVersion(ctx)
+	v, err := s.version(ctx)
 	if err != nil {
 		return nil, storeErr("read data version", err)
 	}
 	c.mu.Lock()
-	if dv != c.dv || local != c.seen {
+	if !c.filled || v != c.v {
 		clear(c.agents)
-		c.dv, c.seen = dv, local
+		c.v, c.filled = v, true
 	}
 	f, ok := c.agents[id]
 	c.mu.Unlock()
@@ -129,7 +171,7 @@ func (s *Store) facts(ctx context.Context, id string) (*agentFacts, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	if c.dv == dv && c.seen == local {
+	if c.v == v {
 		if len(c.agents) >= maxCachedAgents {
 			clear(c.agents)
 		}

@@ -13,9 +13,16 @@ import (
 // cachedFixture installs agent "c" holding network.fetch, page.read (read-only
 // DOM access) and console.log.
 func cachedFixture(t *testing.T) (*Store, *mediator.Policy, string) {
+	return cachedFixtureMode(t, true)
+}
+
+// cachedFixtureMode is cachedFixture with the version read from the
+// WAL-index header (mapped) or from PRAGMA data_version alone.
+func cachedFixtureMode(t *testing.T, mapped bool) (*Store, *mediator.Policy, string) {
 	t.Helper()
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
+	s.cache.walTried = !mapped
 	p := testProfile("c", []mediator.Permission{mediator.PermNetworkFetch, mediator.PermPageRead, mediator.PermConsoleLog}, nil)
 	p.Capabilities.NetworkAccess, p.Capabilities.DOMAccess = true, mediator.DOMReadOnly
 	if err := p.Normalize(); err != nil {
@@ -67,30 +74,49 @@ func TestDecisionsReadFromMemory(t *testing.T) {
 			}
 		}, mediator.CodePermissionNotGranted},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s, pol, dir := cachedFixture(t)
-			for range 3 {
-				if d := pol.Decide(ctx, cachedFetch); d.Code != mediator.CodeAllowed {
-					t.Fatalf("before: %+v", d)
-				}
-				if d := s.Check(ctx, "c", mediator.PermNetworkFetch); !d.Allowed {
-					t.Fatalf("before: %+v", d)
-				}
-			}
-			if n := s.cache.reads.Load(); n != 1 {
-				t.Fatalf("6 decisions read the agent %d times; want once", n)
-			}
-			c.change(t, s, dir)
-			if d := pol.Decide(ctx, cachedFetch); d.Code != c.want {
-				t.Fatalf("Decide after the change: %+v; want %s", d, c.want)
-			}
-			if c.want != mediator.CodeBlockedByUser {
-				if d := s.Check(ctx, "c", mediator.PermNetworkFetch); d.Allowed || d.Code != c.want {
-					t.Fatalf("Check after the change: %+v; want %s", d, c.want)
-				}
-			}
-		})
+	for _, mode := range versionModes {
+		for _, c := range cases {
+			t.Run(mode.name+"/"+c.name, func(t *testing.T) {
+				testCachedChange(t, mode.mapped, c.change, c.want)
+			})
+		}
+	}
+}
+
+// versionModes are the two ways a Store learns of other commits.
+var versionModes = []struct {
+	name   string
+	mapped bool
+}{{"wal index", true}, {"data_version", false}}
+
+func testCachedChange(t *testing.T, mapped bool, change func(t *testing.T, s *Store, dir string), want mediator.Code) {
+	ctx := context.Background()
+	s, pol, dir := cachedFixtureMode(t, mapped)
+	for range 3 {
+		if d := pol.Decide(ctx, cachedFetch); d.Code != mediator.CodeAllowed {
+			t.Fatalf("before: %+v", d)
+		}
+		if d := s.Check(ctx, "c", mediator.PermNetworkFetch); !d.Allowed {
+			t.Fatalf("before: %+v", d)
+		}
+	}
+	if n := s.cache.reads.Load(); n != 1 {
+		t.Fatalf("6 decisions read the agent %d times; want once", n)
+	}
+	s.cache.walmu.RLock()
+	isMapped := s.cache.wal != nil
+	s.cache.walmu.RUnlock()
+	if isMapped != (mapped && walIndexMapped) {
+		t.Fatalf("WAL index mapped: %v; want %v", isMapped, mapped && walIndexMapped)
+	}
+	change(t, s, dir)
+	if d := pol.Decide(ctx, cachedFetch); d.Code != want {
+		t.Fatalf("Decide after the change: %+v; want %s", d, want)
+	}
+	if want != mediator.CodeBlockedByUser {
+		if d := s.Check(ctx, "c", mediator.PermNetworkFetch); d.Allowed || d.Code != want {
+			t.Fatalf("Check after the change: %+v; want %s", d, want)
+		}
 	}
 }
 
@@ -98,8 +124,14 @@ func TestDecisionsReadFromMemory(t *testing.T) {
 // revokes a grant this process's cache holds; the next decision here is
 // revoked_by_user, and what Agent returns says so too.
 func TestRevokeInAnotherProcessEndsCachedDecisions(t *testing.T) {
+	for _, mode := range versionModes {
+		t.Run(mode.name, func(t *testing.T) { testRevokeInAnotherProcess(t, mode.mapped) })
+	}
+}
+
+func testRevokeInAnotherProcess(t *testing.T, mapped bool) {
 	ctx := context.Background()
-	s, pol, dir := cachedFixture(t)
+	s, pol, dir := cachedFixtureMode(t, mapped)
 	if d := pol.Decide(ctx, cachedFetch); d.Code != mediator.CodeAllowed {
 		t.Fatalf("before: %+v", d)
 	}

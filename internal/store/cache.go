@@ -46,7 +46,8 @@ type factCache struct {
 	reads atomic.Int64 // agents read from the database; tests read it
 
 	mu     sync.Mutex
-	v      cacheVersion // what the entries were read under
+	v      cacheVersion // the version last checked
+	fv     int64        // facts_version the entries were read under
 	filled bool
 	agents map[string]*agentFacts
 }
@@ -147,8 +148,38 @@ type cacheVersion struct {
 	local uint64
 }
 
+// factsCount reads facts_version (schema_facts.go) on the cache's own
+// connection.
+func (s *Store) factsCount(ctx context.Context) (int64, error) {
+	c := s.cache
+	c.dvmu.Lock()
+	defer c.dvmu.Unlock()
+	if c.conn == nil {
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		c.conn = conn
+	}
+	var n int64
+	err := c.conn.QueryRowContext(ctx, `SELECT v FROM facts_version WHERE id = 1`).Scan(&n)
+	if err != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+	return n, err
+}
+
 // facts returns the cached facts of the agent, reading them when anything
 // may have changed since they were cached.
+//
+// The version (the WAL-index header or data_version, and this Store's
+// write count) says whether anything at all was committed since the cache
+// was checked; most commits only append audit records, so when it moved,
+// facts_version says whether what decisions read changed. It is read after
+// the version, and the entries after it, so a cached entry is never older
+// than the version it is checked against: any change to the facts
+// committed later moves the version again.
 func (s *Store) facts(ctx context.Context, id string) (*agentFacts, error) {
 	c := s.cache
 	v, err := s.version(ctx)
@@ -156,11 +187,30 @@ func (s *Store) facts(ctx context.Context, id string) (*agentFacts, error) {
 		return nil, storeErr("read data version", err)
 	}
 	c.mu.Lock()
-	if !c.filled || v != c.v {
-		clear(c.agents)
-		c.v, c.filled = v, true
+	same := c.filled && v == c.v
+	fv := c.fv
+	if f, ok := c.agents[id]; same && ok {
+		c.mu.Unlock()
+		return f, nil // the common case: one lock, no query
 	}
+	c.mu.Unlock()
+	if !same {
+		if fv, err = s.factsCount(ctx); err != nil {
+			return nil, storeErr("read facts version", err)
+		}
+		c.mu.Lock()
+		if !c.filled || fv != c.fv {
+			clear(c.agents)
+			c.fv = fv
+		}
+		c.v, c.filled = v, true
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
 	f, ok := c.agents[id]
+	if c.fv != fv {
+		ok = false // another caller moved the cache on; read afresh
+	}
 	c.mu.Unlock()
 	if ok {
 		return f, nil
@@ -171,7 +221,7 @@ func (s *Store) facts(ctx context.Context, id string) (*agentFacts, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	if c.v == v {
+	if c.fv == fv {
 		if len(c.agents) >= maxCachedAgents {
 			clear(c.agents)
 		}

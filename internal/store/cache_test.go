@@ -158,3 +158,39 @@ func testRevokeInAnotherProcess(t *testing.T, mapped bool) {
 		t.Fatalf("Check after a caller edited its copy: %+v", d)
 	}
 }
+
+// TestAuditAppendsKeepTheCache: the commits every decision causes (audit
+// records, denials) leave what decisions read in memory; a change to the
+// facts made right after them is still seen at once.
+func TestAuditAppendsKeepTheCache(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range versionModes {
+		t.Run(mode.name, func(t *testing.T) {
+			s, pol, dir := cachedFixtureMode(t, mode.mapped)
+			for range 5 {
+				done, err := pol.Authorize(ctx, cachedFetch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				done(nil)
+				if _, err := s.LogDenial(ctx, mediator.Denial{AgentID: "c", Permission: "network.fetch", Code: mediator.CodeHostNotAllowed}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := s.cache.reads.Load(); n != 1 {
+				t.Fatalf("5 decisions between appends read the agent %d times; want once", n)
+			}
+			db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, DBFileName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`DELETE FROM grants WHERE agent_id = 'c' AND permission = 'network.fetch'`); err != nil {
+				t.Fatal(err)
+			}
+			if d := pol.Decide(ctx, cachedFetch); d.Code != mediator.CodePermissionNotGranted {
+				t.Fatalf("Decide after the grant was deleted: %+v", d)
+			}
+		})
+	}
+}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"runtime"
 	"strconv"
 	"sync"
@@ -16,7 +15,7 @@ import (
 func holdCommitter(t *testing.T, s *Store) (release func()) {
 	t.Helper()
 	started, held := make(chan struct{}), make(chan struct{})
-	r := s.enqueue(func(context.Context, *sql.Tx) error {
+	r := s.enqueue(func(context.Context, dbtx, *auditWriter) error {
 		close(started)
 		<-held
 		return nil

@@ -109,19 +109,25 @@ func (s *Store) LogDenial(ctx context.Context, d mediator.Denial) (mediator.Deni
 	if d.AuditSeq == 0 {
 		entry = d.AuditEntry()
 	}
-	err = s.group(func(ctx context.Context, tx *sql.Tx) error {
-		if d.AuditSeq == 0 {
-			rec, err := s.appendAuditTx(ctx, tx, entry)
+	in := d
+	err = s.group(func(ctx context.Context, tx dbtx, w *auditWriter) error {
+		// Computed afresh from in on every run: the group may be rolled
+		// back and this run again alone.
+		out := in
+		if out.AuditSeq == 0 {
+			rec, err := w.append(entry)
 			if err != nil {
 				return err
 			}
-			d.AuditSeq = rec.Seq
+			out.AuditSeq = rec.Seq
 		}
 		// The log's time never runs backwards (see denialTimeOrder): a
 		// record is stamped no earlier than the one written before it.
-		return tx.QueryRowContext(ctx, `INSERT INTO denials (agent_id, permission, ts, code, context, audit_seq)
+		err := tx.QueryRowContext(ctx, `INSERT INTO denials (agent_id, permission, ts, code, context, audit_seq)
 			VALUES (?, ?, max(?, coalesce((SELECT ts FROM denials ORDER BY id DESC LIMIT 1), 0)), ?, ?, ?) RETURNING id, ts`,
-			d.AgentID, d.Permission, d.Timestamp, string(d.Code), string(ctxJSON), d.AuditSeq).Scan(&d.ID, &d.Timestamp)
+			out.AgentID, out.Permission, out.Timestamp, string(out.Code), string(ctxJSON), out.AuditSeq).Scan(&out.ID, &out.Timestamp)
+		d = out
+		return err
 	})
 	if err != nil {
 		return mediator.Denial{}, fmt.Errorf("denial[agent %s, %s]: %w", d.AgentID, d.Code, err)

@@ -39,6 +39,7 @@ var migrations = []migration{
 	{sql: userRevocations},                      // 5 -> 6: permissions the user revoked (revocations.go)
 	{sql: schemaAuditTree, fill: fillAuditTree}, // 6 -> 7: the audit log's tree over the chain (schema_audit_tree.go)
 	{fill: addDenialAuditSeq},                   // 7 -> 8: each denial names its decision's audit record (denials.go)
+	{sql: factsVersion},                         // 8 -> 9: a counter of changes to what decisions read (schema_facts.go)
 }
 
 // migration is one schema step: SQL, then, for a step SQL cannot express
@@ -191,9 +192,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	// WAL lets readers run beside the one writer; a handful of connections
 	// covers the host's concurrent requests, and keeping them idle avoids
-	// re-running the connection pragmas.
-	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(4)
+	// re-running the connection pragmas. Two of them are held for good: the
+	// committer's (commit.go) and the cache's (cache.go).
+	db.SetMaxOpenConns(6)
+	db.SetMaxIdleConns(6)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 

@@ -40,6 +40,7 @@ type factCache struct {
 	dvmu     sync.Mutex // serialises data_version reads on conn
 	conn     *sql.Conn
 	walTried bool
+	noMap    bool // never map (closed, or a test of the data_version path)
 	walmu    sync.RWMutex // held while the mapping is read; close unmaps it
 	wal      *walIndex
 
@@ -74,16 +75,26 @@ func (c *factCache) close() {
 	if c == nil {
 		return
 	}
+	c.dvmu.Lock()
+	c.dropConnLocked()
+	c.noMap = true // closed: never map again
+	c.dvmu.Unlock()
+}
+
+// dropConnLocked closes the cache's connection, and the WAL-index mapping
+// with it: the mapping is only safe while that connection keeps the
+// database open (walindex_unix.go). The next call opens both again. dvmu
+// is held.
+func (c *factCache) dropConnLocked() {
 	c.walmu.Lock()
 	c.wal.close()
 	c.wal = nil
 	c.walmu.Unlock()
-	c.dvmu.Lock()
+	c.walTried = false
 	if c.conn != nil {
 		c.conn.Close()
 		c.conn = nil
 	}
-	c.dvmu.Unlock()
 }
 
 // wrote marks that this Store committed a write.
@@ -123,11 +134,10 @@ func (s *Store) version(ctx context.Context) (cacheVersion, error) {
 	err := c.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v.dv)
 	if err != nil {
 		// A broken connection is replaced on the next call.
-		c.conn.Close()
-		c.conn = nil
+		c.dropConnLocked()
 		return v, err
 	}
-	if !c.walTried {
+	if !c.walTried && !c.noMap {
 		// Mapped once, while the connection above holds the database open.
 		c.walTried = true
 		if w := openWALIndex(filepath.Join(s.dir, DBFileName)); w != nil {
@@ -164,8 +174,7 @@ func (s *Store) factsCount(ctx context.Context) (int64, error) {
 	var n int64
 	err := c.conn.QueryRowContext(ctx, `SELECT v FROM facts_version WHERE id = 1`).Scan(&n)
 	if err != nil {
-		c.conn.Close()
-		c.conn = nil
+		c.dropConnLocked()
 	}
 	return n, err
 }

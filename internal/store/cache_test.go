@@ -22,7 +22,7 @@ func cachedFixtureMode(t *testing.T, mapped bool) (*Store, *mediator.Policy, str
 	t.Helper()
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	s.cache.walTried = !mapped
+	s.cache.noMap = !mapped
 	p := testProfile("c", []mediator.Permission{mediator.PermNetworkFetch, mediator.PermPageRead, mediator.PermConsoleLog}, nil)
 	p.Capabilities.NetworkAccess, p.Capabilities.DOMAccess = true, mediator.DOMReadOnly
 	if err := p.Normalize(); err != nil {

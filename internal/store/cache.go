@@ -40,7 +40,7 @@ type factCache struct {
 	dvmu     sync.Mutex // serialises data_version reads on conn
 	conn     *sql.Conn
 	walTried bool
-	noMap    bool // never map (closed, or a test of the data_version path)
+	noMap    bool         // never map (closed, or a test of the data_version path)
 	walmu    sync.RWMutex // held while the mapping is read; close unmaps it
 	wal      *walIndex
 

@@ -18,10 +18,10 @@ import (
 // When one request fails, the group is rolled back and each request runs
 // again in a transaction of its own, so a failure takes nobody else's
 // record with it. A request is durable when its done channel closes
-// without an error. Across
-// processes SQLite's write lock still serialises: each process's batches
-// are separate transactions, and every append reads the last link inside
-// its transaction, so the chain and the tree stay in step.
+// without an error. Across processes SQLite's write lock still
+// serialises: each process's batches are separate transactions, and each
+// reads the last link inside its transaction, so the chain and the tree
+// stay in step.
 
 // maxBatch bounds one group commit; queueCap bounds what waits for the next
 // one, so an agent that logs faster than the disk syncs is slowed down to

@@ -3,7 +3,7 @@
 package store
 
 import (
-	"os"
+	"sync"
 	"syscall"
 )
 
@@ -15,9 +15,9 @@ import (
 // Comparing those bytes is how a decision learns, without a query, that
 // nothing was committed since the cache was filled.
 //
-// The mapping is taken while the Store holds a connection open: SQLite
-// then never truncates or removes the file, so the mapping stays valid
-// for the Store's life.
+// The mapping is taken while the Store holds a connection open, and is
+// dropped when that connection closes: SQLite never truncates or removes
+// the file while a connection has it open, so the mapping stays valid.
 type walIndex struct {
 	mem []byte
 }
@@ -28,20 +28,58 @@ const walIndexHeader = 96
 const walIndexMapped = true
 
 func openWALIndex(dbPath string) *walIndex {
-	f, err := os.Open(dbPath + "-shm")
-	if err != nil {
+	fd, size, err := shmFile(dbPath + "-shm")
+	if err != nil || size < walIndexHeader {
 		return nil
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || st.Size() < walIndexHeader {
-		return nil
-	}
-	mem, err := syscall.Mmap(int(f.Fd()), 0, walIndexHeader, syscall.PROT_READ, syscall.MAP_SHARED)
+	mem, err := syscall.Mmap(fd, 0, walIndexHeader, syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return nil
 	}
 	return &walIndex{mem: mem}
+}
+
+// shmFiles holds the descriptors the mappings were made from, one per file,
+// open for the life of the process. They are never closed: POSIX releases
+// every fcntl lock a process holds on a file when any descriptor of that
+// file is closed, and SQLite's connections in this process hold their WAL
+// locks on this very file. (Closing it right after mmap made other
+// connections of the process fail with disk I/O errors.) A Store reopened
+// on the same file reuses its descriptor.
+var shmFiles struct {
+	sync.Mutex
+	fds map[string]int
+}
+
+// shmFile returns a read-only descriptor of path and the file's size.
+func shmFile(path string) (fd int, size int64, err error) {
+	shmFiles.Lock()
+	defer shmFiles.Unlock()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return -1, 0, err
+	}
+	if fd, ok := shmFiles.fds[path]; ok {
+		var fst syscall.Stat_t
+		if syscall.Fstat(fd, &fst) == nil && fst.Dev == st.Dev && fst.Ino == st.Ino {
+			return fd, fst.Size, nil
+		}
+		// Another file now has the name; the old descriptor stays open
+		// (closing it could drop locks, see above).
+	}
+	fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, err
+	}
+	if shmFiles.fds == nil {
+		shmFiles.fds = map[string]int{}
+	}
+	shmFiles.fds[path] = fd
+	var fst syscall.Stat_t
+	if err := syscall.Fstat(fd, &fst); err != nil {
+		return -1, 0, err
+	}
+	return fd, fst.Size, nil
 }
 
 // header copies the header as it is now.

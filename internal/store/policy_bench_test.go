@@ -78,6 +78,20 @@ func BenchmarkPolicy(b *testing.B) {
 		})
 		b.ReportMetric(float64(b.N)/float64(max(1, s.commits()-before)), "appends/commit")
 	})
+	// A decision and its durable record, amortised over 64 callers.
+	b.Run("Decide+AppendAudit 64 goroutines", func(b *testing.B) {
+		parallel64(b)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				d := pol.Decide(ctx, op)
+				if _, err := s.AppendAudit(ctx, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: op, Class: d.Level,
+					Allowed: d.Allowed, Code: d.Code, DecidedBy: d.DecidedBy, Reason: d.Reason}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 	b.Run("Authorize+executed 64 goroutines", func(b *testing.B) {
 		parallel64(b)
 		b.RunParallel(func(pb *testing.PB) {

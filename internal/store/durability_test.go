@@ -123,3 +123,43 @@ func TestDenialsNameTheirAuditRecord(t *testing.T) {
 		}
 	})
 }
+
+// TestQueuedRecordsPrecedeAnEffect: records commit in the order they were
+// queued, so once an operation with an effect outside the host may run,
+// every local-only record queued before it is on disk too: what a page or
+// clipboard read handed the agent cannot leave through a fetch ahead of
+// the read's record.
+func TestQueuedRecordsPrecedeAnEffect(t *testing.T) {
+	ctx := context.Background()
+	s, pol, _ := cachedFixture(t)
+	runCtx, bar := mediator.WithAuditBarrier(ctx)
+	read := mediator.Operation{AgentID: "c", Name: mediator.OpPageGetPageText, Origin: "https://example.com"}
+	for range 10 {
+		done, err := pol.Authorize(runCtx, read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done(nil)
+	}
+	if _, err := pol.Authorize(runCtx, cachedFetch); err != nil {
+		t.Fatal(err)
+	}
+	// No barrier wait yet: the fetch's decision alone was waited for.
+	p, err := s.ListAudit(ctx, 0, 100, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	for _, r := range p.Records {
+		if r.Kind == mediator.AuditDecision && r.Operation.Name == mediator.OpPageGetPageText {
+			reads++
+		}
+	}
+	last := p.Records[len(p.Records)-1]
+	if reads != 10 || last.Operation.Name != mediator.OpNetworkFetch {
+		t.Fatalf("%d read decisions on disk before the fetch's (last record %+v); want all 10", reads, last)
+	}
+	if err := bar.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -81,6 +81,15 @@ var OperationTable = []OperationRule{
 		Idempotent: true, Why: "writes a file in the session's own workspace"},
 }
 
+// LocalOnly reports that the operation has no effect outside the host: it
+// stays on this machine and only reads, and what it reads goes back to the
+// agent alone ("log" writes to the agent's own output, which the run
+// returns). Its decision record may become durable after it runs, provided
+// it is durable before the run's result is reported (docs/permissions.md,
+// "Durability"); every other operation runs only after its decision is on
+// disk.
+func (r OperationRule) LocalOnly() bool { return r.StaysLocal && r.ReadOnly }
+
 // unknownRule is what an operation outside the table gets.
 var unknownRule = OperationRule{Class: AlwaysConfirm, Why: "is not a known operation"}
 

@@ -14,6 +14,11 @@ type Denial struct {
 	Timestamp  int64         `json:"timestamp"`  // ms since the Unix epoch
 	Code       Code          `json:"code"`
 	Context    DenialContext `json:"context"`
+	// AuditSeq is the audit record of the decision behind the denial: every
+	// denial is a decision, and every decision is in the audit trail. The
+	// store fills it; a caller that already appended the decision (the
+	// policy) passes that record's seq.
+	AuditSeq int64 `json:"auditSeq,omitempty"`
 }
 
 // DenialContext says what was refused and why.
@@ -24,6 +29,42 @@ type DenialContext struct {
 	Method  string            `json:"method,omitempty"` // HTTP method or API function
 	Origin  string            `json:"origin,omitempty"` // the caller origin of the host process
 	Details map[string]string `json:"details,omitempty"`
+}
+
+// AuditEntry is the decision record of a denial decided outside the policy
+// (grant, capability, ACL, request checks, link time, the extension): the
+// operation, agent, permission, code, what decided and why. decidedBy is
+// Details["decidedBy"] when the deciding layer names its rule
+// ("grant:network.fetch", "acl:allowedHosts"); a link-time refusal names its
+// import ("link:IMPORT"); otherwise the layer. What the extension reports
+// is always marked "extension", so it can never pass for a rule of the host.
+func (d Denial) AuditEntry() AuditEntry {
+	c := d.Context
+	by := c.Details["decidedBy"]
+	switch {
+	case c.Layer == "extension" && by != "":
+		by = "extension:" + by
+	case c.Layer == "extension":
+		by = "extension"
+	case by == "" && c.Layer == "link" && c.Details["import"] != "":
+		by = "link:" + c.Details["import"]
+	case by == "" && c.Layer != "":
+		by = c.Layer
+	case by == "":
+		by = "host"
+	}
+	name := c.Details["operation"]
+	if name == "" {
+		name = d.Permission
+	}
+	op := Operation{AgentID: d.AgentID, Permission: Permission(d.Permission), Name: Truncate(name, MaxDenialShortBytes),
+		Method: c.Method, URL: c.URL, Origin: c.Details["pageOrigin"], Selector: c.Details["selector"]}
+	e := AuditEntry{Kind: AuditDecision, Operation: op, Code: codeOrInternal(d.Code),
+		DecidedBy: Truncate(by, MaxDenialShortBytes), Reason: c.Reason}
+	if rule, ok := RuleFor(op); ok && rule.Permission == op.Permission {
+		e.Class = rule.Class
+	}
+	return e
 }
 
 // Bounds applied to denial records. LogDenial truncates to them, never

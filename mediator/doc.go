@@ -4,6 +4,7 @@
 //
 // It stores nothing and imports no other package of the project: the
 // store, the network and the runtimes depend on it and implement the small
-// interfaces it reads through (PolicyRecords, AgentReader, DenialLogger).
+// interfaces it reads through (PolicyRecords, AgentReader, DenialLogger,
+// AuditQueue).
 // docs/permissions.md states the rules it enforces.
 package mediator

@@ -231,8 +231,16 @@ func capabilityDenial(rule OperationRule, c Capabilities) (PolicyDecision, bool)
 
 // Authorize decides op, asks the user when the decision says so, and
 // records the decision in the audit trail before returning. A denial is
-// also written to the denial log. On success the caller runs the operation
-// and calls done with its outcome, which appends the "executed" record.
+// also written to the denial log, naming the decision's record. On success
+// the caller runs the operation and calls done with its outcome, which
+// appends the "executed" record.
+//
+// Durability: the decision is on disk when Authorize returns, except for a
+// local-only operation (OperationRule.LocalOnly) under a context carrying
+// an AuditBarrier (WithAuditBarrier) when the records queue (AuditQueue):
+// its decision is queued for the next group commit and the run's barrier
+// waits for it before the run's result is reported. Under a barrier the
+// "executed" record is queued too.
 func (p *Policy) Authorize(ctx context.Context, op Operation) (func(error), error) {
 	d := p.Decide(ctx, op)
 	if d.RequiresPrompt {
@@ -240,19 +248,43 @@ func (p *Policy) Authorize(ctx context.Context, op Operation) (func(error), erro
 	}
 	entry := AuditEntry{Kind: AuditDecision, Operation: op, Class: d.Level, Allowed: d.Allowed,
 		Code: d.Code, DecidedBy: d.DecidedBy, Reason: d.Reason}
+	allowed := d.Allowed && d.Code == CodeAllowed
+	bar := barrierFrom(ctx)
+	queue, _ := p.records.(AuditQueue)
+	if queue == nil {
+		bar = nil
+	}
+	executed := func(result error) AuditEntry {
+		e := AuditEntry{Kind: AuditExecuted, Operation: op, Class: d.Level, Allowed: true}
+		if result != nil {
+			e.Code, e.Error = CodeOf(result), Truncate(MessageOf(result), MaxDenialReasonBytes)
+		}
+		return e
+	}
+	if rule, _ := RuleFor(op); allowed && bar != nil && rule.LocalOnly() {
+		// Nothing leaves the host before the run reports, and the run
+		// reports only after its barrier: the record may trail the call.
+		t := queue.EnqueueAudit(ctx, entry, nil)
+		bar.add(t)
+		return func(result error) {
+			bar.add(queue.EnqueueAudit(context.WithoutCancel(ctx), executed(result), t))
+		}, nil
+	}
 	rec, err := p.records.AppendAudit(ctx, entry)
 	if err != nil {
 		// No record, no operation: the trail must hold every decision.
 		return nil, fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, err)
 	}
-	if !d.Allowed || d.Code != CodeAllowed {
-		p.logDenial(ctx, op, d)
+	if !allowed {
+		p.logDenial(ctx, op, d, rec.Seq)
 		return nil, fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, Errorf(codeOrInternal(d.Code), "%s", d.Reason))
 	}
 	return func(result error) {
-		e := AuditEntry{Kind: AuditExecuted, Operation: op, Class: d.Level, Allowed: true, Ref: rec.Seq}
-		if result != nil {
-			e.Code, e.Error = CodeOf(result), Truncate(MessageOf(result), MaxDenialReasonBytes)
+		e := executed(result)
+		e.Ref = rec.Seq
+		if bar != nil {
+			bar.add(queue.EnqueueAudit(context.WithoutCancel(ctx), e, nil))
+			return
 		}
 		_, _ = p.records.AppendAudit(context.WithoutCancel(ctx), e)
 	}, nil
@@ -301,7 +333,7 @@ func (p *Policy) prompt(ctx context.Context, op Operation, d PolicyDecision) Pol
 	return d
 }
 
-func (p *Policy) logDenial(ctx context.Context, op Operation, d PolicyDecision) {
+func (p *Policy) logDenial(ctx context.Context, op Operation, d PolicyDecision, auditSeq int64) {
 	perm := op.Permission
 	if rule, ok := RuleFor(op); ok {
 		perm = rule.Permission
@@ -314,7 +346,7 @@ func (p *Policy) logDenial(ctx context.Context, op Operation, d PolicyDecision) 
 		details["selector"] = op.Selector
 	}
 	_, _ = p.records.LogDenial(context.WithoutCancel(ctx), Denial{
-		AgentID: op.AgentID, Permission: string(perm), Code: codeOrInternal(d.Code),
+		AgentID: op.AgentID, Permission: string(perm), Code: codeOrInternal(d.Code), AuditSeq: auditSeq,
 		Context: DenialContext{URL: op.URL, Reason: d.Reason, Method: op.Method, Layer: "policy", Details: details},
 	})
 }

@@ -110,7 +110,7 @@ func (p *Policy) AuthorizeLayer(ctx context.Context, workflow string, layer int,
 	for i, t := range tasks {
 		out[i].Seq = recs[i].Seq
 		if d := out[i].Decision; !d.Allowed || d.Code != CodeAllowed {
-			p.logDenial(ctx, t.Op, d)
+			p.logDenial(ctx, t.Op, d, recs[i].Seq)
 		}
 	}
 	return out, nil

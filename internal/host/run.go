@@ -91,6 +91,10 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
 	}
+	// Local-only calls (log, page reads) may run before their audit records
+	// are on disk; the barrier holds the reply until every record of the
+	// run is (docs/permissions.md, "Durability").
+	ctx, barrier := mediator.WithAuditBarrier(ctx)
 	res, err := s.opts.Runtime.Run(ctx, wasmhost.RunSpec{
 		Agent: rec, Module: module, Input: []byte(p.Input), SessionLevel: p.SessionLevel, PageOrigin: p.Origin,
 		Authorizer: s.opts.Authorizer,
@@ -107,6 +111,9 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 			_ = s.write(req.ID, event{ID: req.ID, Event: e.Kind, Data: data})
 		},
 	})
+	if berr := barrier.Wait(context.WithoutCancel(ctx)); berr != nil {
+		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, berr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
 	}

@@ -176,7 +176,14 @@ func (s *Store) Agent(ctx context.Context, id string) (mediator.AgentRecord, err
 	if mediator.ValidAgentID(id) != nil {
 		return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", mediator.Truncate(id, 64), unknownAgent(id))
 	}
-	rec, err := agentTx(ctx, s.db, id)
+	f, err := s.facts(ctx, id)
+	if err == nil && f.missing {
+		err = unknownAgent(id)
+	}
+	var rec mediator.AgentRecord
+	if err == nil {
+		rec, err = f.record()
+	}
 	if err != nil {
 		return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", id, err)
 	}
@@ -428,23 +435,17 @@ func (s *Store) Check(ctx context.Context, agentID string, perm mediator.Permiss
 	if _, err := mediator.ParsePermission(string(perm)); err != nil {
 		return mediator.Deny(mediator.CodeUnknownPermission, mediator.MessageOf(err))
 	}
-	// One indexed read answers every question: no row = unknown agent,
-	// NULL grant = installed but not granted, and whether the user revoked it.
-	var granted, revoked sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `
-SELECT (SELECT 1 FROM grants WHERE agent_id = ?1 AND permission = ?2),
-	(SELECT 1 FROM revocations WHERE agent_id = ?1 AND permission = ?2)
-FROM agents WHERE agent_id = ?1`,
-		agentID, string(perm)).Scan(&granted, &revoked)
+	// The cached facts answer every question (cache.go): not installed =
+	// unknown agent, no grant = not granted, and whether the user revoked it.
+	f, err := s.facts(ctx, agentID)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return mediator.Deny(mediator.CodeUnknownAgent, fmt.Sprintf("no agent %q is installed", agentID))
 	case err != nil:
-		e := storeErr("check", err)
-		return mediator.Deny(mediator.CodeOf(e), fmt.Sprintf("the permission store could not be read, so %q is denied to %q: %v", perm, agentID, err))
-	case !granted.Valid && revoked.Valid:
+		return mediator.Deny(mediator.CodeOf(err), fmt.Sprintf("the permission store could not be read, so %q is denied to %q: %v", perm, agentID, err))
+	case f.missing:
+		return mediator.Deny(mediator.CodeUnknownAgent, fmt.Sprintf("no agent %q is installed", agentID))
+	case !f.granted(perm) && f.isRevoked(perm):
 		return mediator.Deny(mediator.CodeRevokedByUser, mediator.RevokedMessage(agentID, perm))
-	case !granted.Valid:
+	case !f.granted(perm):
 		return mediator.Deny(mediator.CodePermissionNotGranted, fmt.Sprintf("agent %q has not been granted %q", agentID, perm))
 	}
 	return mediator.Allow(fmt.Sprintf("agent %q holds a grant of %q", agentID, perm))

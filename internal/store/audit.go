@@ -56,17 +56,14 @@ func auditHash(prev string, seq int64, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// AppendAudit adds e to the log and returns it as written. The last link
-// is read inside the same BEGIN IMMEDIATE transaction as the insert, and
-// the record's leaf hashes are stored in it too, so concurrent host
-// processes take turns and neither the chain nor the tree ever forks.
+// AppendAudit adds e to the log and returns it as written, durable. It
+// joins the next group commit (commit.go): one transaction and one fsync
+// for every append that arrived while the previous one was committed. The
+// last link is read inside that BEGIN IMMEDIATE transaction, and the
+// record's leaf hashes are stored in it too, so concurrent host processes
+// take turns and neither the chain nor the tree ever forks.
 func (s *Store) AppendAudit(ctx context.Context, e mediator.AuditEntry) (mediator.AuditRecord, error) {
-	var rec mediator.AuditRecord
-	err := s.write(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
-		var err error
-		rec, err = s.appendAuditTx(ctx, tx, e)
-		return err
-	})
+	rec, err := s.EnqueueAudit(ctx, e, nil).Result()
 	if err != nil {
 		return mediator.AuditRecord{}, fmt.Errorf("audit append: %w", err)
 	}
@@ -76,33 +73,12 @@ func (s *Store) AppendAudit(ctx context.Context, e mediator.AuditEntry) (mediato
 // appendAuditTx appends e inside tx, so that a change and its audit record
 // commit together or not at all.
 func (s *Store) appendAuditTx(ctx context.Context, tx *sql.Tx, e mediator.AuditEntry) (mediator.AuditRecord, error) {
-	rec := mediator.AuditRecord{AuditEntry: e, TS: s.now().UnixMilli()}
-	body, err := auditBody(rec.TS, e)
-	if err != nil {
-		return mediator.AuditRecord{}, &mediator.Error{Code: mediator.CodeInternal, Msg: "audit record not encodable", Err: err}
-	}
-	// The last link and the tree's size in one statement: an append is on
-	// every decision's path, and preparing a statement costs more here
-	// than running it.
-	var leaves int64
-	err = tx.QueryRowContext(ctx, `SELECT
-		coalesce((SELECT seq FROM audit ORDER BY seq DESC LIMIT 1), 0),
-		coalesce((SELECT hash FROM audit ORDER BY seq DESC LIMIT 1), ''),
-		coalesce((SELECT max(seq) FROM audit_tree), 0)`).Scan(&rec.Seq, &rec.Prev, &leaves)
+	w := newAuditWriter(ctx, tx, s.now)
+	rec, err := w.append(e)
 	if err != nil {
 		return mediator.AuditRecord{}, err
 	}
-	rec.Seq++
-	rec.Hash = auditHash(rec.Prev, rec.Seq, body)
-	_, err = tx.ExecContext(ctx, `INSERT INTO audit (seq, ts, body, prev, hash) VALUES (?, ?, ?, ?, ?)`,
-		rec.Seq, rec.TS, string(body), rec.Prev, rec.Hash)
-	if err != nil {
-		return mediator.AuditRecord{}, err
-	}
-	if err := appendLeafTx(ctx, tx, leaves, rec.Seq, body); err != nil {
-		return mediator.AuditRecord{}, err
-	}
-	return rec, nil
+	return rec, w.flush()
 }
 
 // AuditPage is one page of the chain in seq order.

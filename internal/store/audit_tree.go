@@ -147,22 +147,3 @@ func (b *treeBuilder) add(leaf tlog.Hash) ([]tlog.Hash, error) {
 
 // root is the head of the tree built so far.
 func (b *treeBuilder) root() (tlog.Hash, error) { return tlog.TreeHash(b.n, b) }
-
-// appendLeafTx stores the hashes for record seq, whose body is body, inside
-// the transaction that inserts the record: a record is never in the chain
-// without its leaf, or the other way round. size is the tree's size read
-// in the same transaction; a tree out of step with the records (rows
-// removed or added behind the host's back) fails the append rather than
-// hash a leaf into the wrong place.
-func appendLeafTx(ctx context.Context, tx *sql.Tx, size, seq int64, body []byte) error {
-	n := seq - 1
-	if size != n {
-		return fmt.Errorf("audit tree holds %d leaves; record %d cannot be leaf %d", size, seq, n)
-	}
-	hs, err := tlog.StoredHashes(n, body, dbHashes{ctx, tx})
-	if err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO audit_tree (seq, hashes) VALUES (?, ?)`, seq, joinHashes(hs))
-	return err
-}

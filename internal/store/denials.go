@@ -64,8 +64,30 @@ func ParseFilterTime(s string, now time.Time) (int64, error) {
 	return ms, nil
 }
 
+// addDenialAuditSeq gives each denial the seq of its decision's audit
+// record (0 for denials written before the column existed). It checks for
+// the column first: the step runs again when user_version was set back.
+func addDenialAuditSeq(ctx context.Context, tx *sql.Tx) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('denials') WHERE name = 'audit_seq'`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE denials ADD COLUMN audit_seq INTEGER NOT NULL DEFAULT 0`); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS denials_audit_seq ON denials (audit_seq)`)
+	return err
+}
+
 // LogDenial appends d to the denial log and returns it with its ID. The
-// record is on disk (fsynced) when LogDenial returns without error. It
+// record is on disk (fsynced) when LogDenial returns without error. Every
+// denial is a decision, so every one names its audit record (AuditSeq):
+// when d.AuditSeq is 0 (a refusal decided outside the policy: grant,
+// capability, ACL, link time, the extension) the decision's record
+// (d.AuditEntry) is appended in the same transaction as the denial, so
+// neither is ever on disk without the other. It
 // fills Timestamp when zero, raises it to the previous record's when it is
 // earlier (the log's time order is its write order; see denialTimeOrder),
 // records an empty Code as internal_error, and
@@ -80,12 +102,32 @@ func (s *Store) LogDenial(ctx context.Context, d mediator.Denial) (mediator.Deni
 	if err != nil {
 		return mediator.Denial{}, storeErr("encode denial context", err)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	if d.AuditSeq < 0 {
+		d.AuditSeq = 0
+	}
+	var entry mediator.AuditEntry
+	if d.AuditSeq == 0 {
+		entry = d.AuditEntry()
+	}
+	in := d
+	err = s.group(func(ctx context.Context, tx dbtx, w *auditWriter) error {
+		// Computed afresh from in on every run: the group may be rolled
+		// back and this run again alone.
+		out := in
+		if out.AuditSeq == 0 {
+			rec, err := w.append(entry)
+			if err != nil {
+				return err
+			}
+			out.AuditSeq = rec.Seq
+		}
 		// The log's time never runs backwards (see denialTimeOrder): a
 		// record is stamped no earlier than the one written before it.
-		return tx.QueryRowContext(ctx, `INSERT INTO denials (agent_id, permission, ts, code, context)
-			VALUES (?, ?, max(?, coalesce((SELECT ts FROM denials ORDER BY id DESC LIMIT 1), 0)), ?, ?) RETURNING id, ts`,
-			d.AgentID, d.Permission, d.Timestamp, string(d.Code), string(ctxJSON)).Scan(&d.ID, &d.Timestamp)
+		err := tx.QueryRowContext(ctx, `INSERT INTO denials (agent_id, permission, ts, code, context, audit_seq)
+			VALUES (?, ?, max(?, coalesce((SELECT ts FROM denials ORDER BY id DESC LIMIT 1), 0)), ?, ?, ?) RETURNING id, ts`,
+			out.AgentID, out.Permission, out.Timestamp, string(out.Code), string(ctxJSON), out.AuditSeq).Scan(&out.ID, &out.Timestamp)
+		d = out
+		return err
 	})
 	if err != nil {
 		return mediator.Denial{}, fmt.Errorf("denial[agent %s, %s]: %w", d.AgentID, d.Code, err)
@@ -169,7 +211,7 @@ func (s *Store) ListDenials(ctx context.Context, f DenialFilter) (DenialPage, er
 	}
 	// One extra row tells whether another page exists without a count.
 	args = append(args, limit+1)
-	q := `SELECT id, agent_id, permission, ts, code, context FROM denials` + cond + order + ` LIMIT ?`
+	q := `SELECT id, agent_id, permission, ts, code, context, audit_seq FROM denials` + cond + order + ` LIMIT ?`
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return DenialPage{}, storeErr("list denials", err)
@@ -184,7 +226,7 @@ func (s *Store) ListDenials(ctx context.Context, f DenialFilter) (DenialPage, er
 		}
 		var d mediator.Denial
 		var code, ctxJSON string
-		if err := rows.Scan(&d.ID, &d.AgentID, &d.Permission, &d.Timestamp, &code, &ctxJSON); err != nil {
+		if err := rows.Scan(&d.ID, &d.AgentID, &d.Permission, &d.Timestamp, &code, &ctxJSON, &d.AuditSeq); err != nil {
 			return DenialPage{}, storeErr("list denials", err)
 		}
 		d.Code = mediator.Code(code)

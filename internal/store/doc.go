@@ -3,6 +3,9 @@
 // log, remembered answers, the audit log (a hash chain and a tlog tree
 // with signed checkpoints) and session settings.
 //
-// It implements mediator.PolicyRecords and mediator.AgentReader; several
-// host processes may open the same directory at once.
+// It implements mediator.PolicyRecords, mediator.AuditQueue and
+// mediator.AgentReader; several host processes may open the same directory
+// at once. Audit and denial appends are group-committed (commit.go), and
+// what decisions read is cached per agent until anything may have changed
+// it (cache.go).
 package store

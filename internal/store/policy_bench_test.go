@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -26,6 +27,8 @@ func BenchmarkPolicy(b *testing.B) {
 		b.Fatal(err)
 	}
 	pol := mediator.NewPolicy(s, mediator.PolicyOptions{})
+	// Decide reads the agent from memory (cache.go); with GOMAXPROCS
+	// goroutines it also shows what the cache's locks cost under load.
 	op := mediator.Operation{AgentID: "bench", Name: mediator.OpNetworkFetch, Method: "GET", Host: "example.com", URL: "https://example.com/"}
 	b.Run("Decide", func(b *testing.B) {
 		for b.Loop() {
@@ -33,6 +36,16 @@ func BenchmarkPolicy(b *testing.B) {
 				b.Fatal(d)
 			}
 		}
+	})
+	b.Run("Decide parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if d := pol.Decide(ctx, op); !d.Allowed {
+					b.Error(d)
+					return
+				}
+			}
+		})
 	})
 	b.Run("Authorize+executed (two durable appends)", func(b *testing.B) {
 		for b.Loop() {
@@ -50,7 +63,89 @@ func BenchmarkPolicy(b *testing.B) {
 			}
 		}
 	})
+	// Under concurrency the appends share commits (group commit): ns/op is
+	// the amortised cost of one durable append.
+	b.Run("AppendAudit 64 goroutines", func(b *testing.B) {
+		parallel64(b)
+		before := s.commits()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := s.AppendAudit(ctx, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: op, Allowed: true}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/float64(max(1, s.commits()-before)), "appends/commit")
+	})
+	// A decision and its durable record, amortised over 64 callers.
+	b.Run("Decide+AppendAudit 64 goroutines", func(b *testing.B) {
+		parallel64(b)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				d := pol.Decide(ctx, op)
+				if _, err := s.AppendAudit(ctx, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: op, Class: d.Level,
+					Allowed: d.Allowed, Code: d.Code, DecidedBy: d.DecidedBy, Reason: d.Reason}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("Authorize+executed 64 goroutines", func(b *testing.B) {
+		parallel64(b)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				done, err := pol.Authorize(ctx, op)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				done(nil)
+			}
+		})
+	})
+	// The log durability class: each op is one log call of a run of 20;
+	// the records are queued, and each run waits once, on its barrier.
+	logOp := mediator.Operation{AgentID: "bench", Name: mediator.OpLog, TextLength: 12}
+	logRuns := func(b *testing.B, pb interface{ Next() bool }) {
+		for more := true; more; {
+			rctx, bar := mediator.WithAuditBarrier(ctx)
+			for range 20 {
+				if more = pb.Next(); !more {
+					break
+				}
+				done, err := pol.Authorize(rctx, logOp)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				done(nil)
+			}
+			if err := bar.Wait(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}
+	b.Run("log call, runs of 20", func(b *testing.B) {
+		logRuns(b, &loopNext{b: b})
+	})
+	b.Run("log call, runs of 20, 64 goroutines", func(b *testing.B) {
+		parallel64(b)
+		b.RunParallel(func(pb *testing.PB) { logRuns(b, pb) })
+	})
 }
+
+// parallel64 makes RunParallel use 64 goroutines whatever GOMAXPROCS is.
+func parallel64(b *testing.B) {
+	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+}
+
+// loopNext adapts b.Loop to the pb.Next shape.
+type loopNext struct{ b *testing.B }
+
+func (l *loopNext) Next() bool { return l.b.Loop() }
 
 // BenchmarkVerifyAudit1M builds a valid log of 1,000,000 records (chain
 // and tree) in one transaction, signs a checkpoint of its first half, then

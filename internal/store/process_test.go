@@ -116,6 +116,17 @@ func TestHelperProcess(t *testing.T) {
 			fail("close: %v", err)
 		}
 		os.Exit(0)
+	case "revoke":
+		// Another process takes a grant back: tag is "AGENT PERMISSION".
+		agent, perm, _ := strings.Cut(tag, " ")
+		if _, err := s.Revoke(ctx, agent, mediator.Permission(perm)); err != nil {
+			fail("revoke: %v", err)
+		}
+		ack("revoked %s", tag)
+		if err := s.Close(); err != nil {
+			fail("close: %v", err)
+		}
+		os.Exit(0)
 	default:
 		fail("unknown mode %q", mode)
 	}
@@ -262,9 +273,11 @@ func TestConcurrentProcesses(t *testing.T) {
 			t.Errorf("child %d: %d distinct denials stored; want %d", c, n, perChild)
 		}
 	}
+	// Each child appended one record per iteration, and each denial put
+	// its decision's record in the trail too.
 	rep, err := s.VerifyAudit(ctx)
-	if err != nil || !rep.OK || rep.Records != children*perChild {
-		t.Fatalf("audit chain after concurrent appends: %+v %v; want %d intact records", rep, err, children*perChild)
+	if err != nil || !rep.OK || rep.Records != 2*children*perChild {
+		t.Fatalf("audit chain after concurrent appends: %+v %v; want %d intact records", rep, err, 2*children*perChild)
 	}
 	if _, err := s.Agent(ctx, "shared"); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,8 @@ var migrations = []migration{
 	{sql: originKeys},                           // 4 -> 5: remembered answers keyed by canonical origin (schema_policy.go)
 	{sql: userRevocations},                      // 5 -> 6: permissions the user revoked (revocations.go)
 	{sql: schemaAuditTree, fill: fillAuditTree}, // 6 -> 7: the audit log's tree over the chain (schema_audit_tree.go)
+	{fill: addDenialAuditSeq},                   // 7 -> 8: each denial names its decision's audit record (denials.go)
+	{sql: factsVersion},                         // 8 -> 9: a counter of changes to what decisions read (schema_facts.go)
 }
 
 // migration is one schema step: SQL, then, for a step SQL cannot express
@@ -132,6 +134,12 @@ type Store struct {
 	// handler (which sleeps 1..100 ms between retries) keeps writes from one
 	// process prompt and leaves the busy timeout for other processes.
 	wmu sync.Mutex
+
+	// gc is the group committer of audit and denial appends (commit.go).
+	gc *committer
+
+	// cache holds the facts decisions read, per agent (cache.go).
+	cache *factCache
 }
 
 // Open opens (creating if needed) the store in dir: dir/nmhost.db and
@@ -184,9 +192,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	// WAL lets readers run beside the one writer; a handful of connections
 	// covers the host's concurrent requests, and keeping them idle avoids
-	// re-running the connection pragmas.
-	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(4)
+	// re-running the connection pragmas. Two of them are held for good: the
+	// committer's (commit.go) and the cache's (cache.go).
+	db.SetMaxOpenConns(6)
+	db.SetMaxIdleConns(6)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 
@@ -203,6 +212,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store[%s]: %w", dbPath, err)
 	}
+	s.cache = newFactCache()
+	s.startCommitter()
 	return s, nil
 }
 
@@ -234,8 +245,10 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		for ; v < schemaVersion; v++ {
 			m := migrations[v]
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %d->%d: %w", v, v+1, err)
+			if m.sql != "" {
+				if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+					return fmt.Errorf("migration %d->%d: %w", v, v+1, err)
+				}
 			}
 			if m.fill == nil {
 				continue
@@ -287,11 +300,16 @@ func isBusy(err error) bool {
 	return primary == 5 || primary == 6 // SQLITE_BUSY, SQLITE_LOCKED
 }
 
-// Close closes the database. Pending writes have already been committed.
+// Close commits the appends still queued (EnqueueAudit) and closes the
+// database; every other write has already been committed.
 func (s *Store) Close() error {
 	if s == nil || s.db == nil {
 		return nil
 	}
+	if s.gc != nil {
+		s.stopCommitter()
+	}
+	s.cache.close()
 	return s.db.Close()
 }
 
@@ -313,15 +331,12 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) (err error
 		}
 	}()
 	if err = fn(tx); err != nil {
-		var e *mediator.Error
-		if errors.As(err, &e) {
-			return err
-		}
-		return storeErr("write", err)
+		return wrapWriteErr(err)
 	}
 	if err = tx.Commit(); err != nil {
 		return storeErr("commit", err)
 	}
+	s.wrote()
 	return nil
 }
 

@@ -107,7 +107,7 @@ func (s *Service) Fetch(ctx context.Context, req Request) (*netproxy.Response, e
 	if err != nil {
 		var de *netproxy.DenyError
 		if errors.As(err, &de) {
-			return nil, deny(de.Code, de.URL, de.Reason)
+			return nil, deny(de.Code, "acl:allowedHosts", de.URL, de.Reason)
 		}
 		return nil, fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), err)
 	}

@@ -110,31 +110,59 @@ func TestChecksComeBeforeThePolicy(t *testing.T) {
 	f.install(t, "no-network", fetch, false, hostOf(target.URL))
 	f.install(t, "elsewhere", fetch, true, "example.com")
 	f.install(t, "named", fetch, true, "localhost.example")
+	f.install(t, "revoked", fetch, true, hostOf(target.URL))
+	if _, err := f.st.Revoke(context.Background(), "revoked", mediator.PermNetworkFetch); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, agent, url string
+		req              netproxy.Request
 		want             mediator.Code
+		by               string // the decidedBy of the denial's audit record
 	}{
-		{"bad agent id", "../../etc", target.URL, mediator.CodeUnknownAgent},
-		{"unknown agent", "ghost", target.URL, mediator.CodeUnknownAgent},
-		{"not granted", "no-grant", target.URL, mediator.CodePermissionNotGranted},
-		{"network disabled", "no-network", target.URL, mediator.CodeNetworkDisabled},
-		{"host not listed", "elsewhere", target.URL, mediator.CodeHostNotAllowed},
+		{"bad agent id", "../../etc", target.URL, netproxy.Request{}, mediator.CodeUnknownAgent, "agent"},
+		{"unknown agent", "ghost", target.URL, netproxy.Request{}, mediator.CodeUnknownAgent, "agent"},
+		{"not granted", "no-grant", target.URL, netproxy.Request{}, mediator.CodePermissionNotGranted, "grant:network.fetch"},
+		{"revoked", "revoked", target.URL, netproxy.Request{}, mediator.CodeRevokedByUser, "grant:network.fetch"},
+		{"body on GET", "elsewhere", target.URL, netproxy.Request{Body: []byte("x")}, mediator.CodeBodyNotAllowed, "request:fetch"},
+		{"network disabled", "no-network", target.URL, netproxy.Request{}, mediator.CodeNetworkDisabled, "capability:networkAccess"},
+		{"host not listed", "elsewhere", target.URL, netproxy.Request{}, mediator.CodeHostNotAllowed, "acl:allowedHosts"},
 		// The loopback target spelt as a decimal integer: refused before DNS.
-		{"non-canonical host", "elsewhere", "http://2130706433/", mediator.CodeNonCanonicalHost},
-		{"scheme", "elsewhere", "file:///etc/passwd", mediator.CodeSchemeNotAllowed},
-		{"userinfo", "elsewhere", "http://example.com@" + hostOf(target.URL) + "/", mediator.CodeInvalidURL},
+		{"non-canonical host", "elsewhere", "http://2130706433/", netproxy.Request{}, mediator.CodeNonCanonicalHost, "acl:allowedHosts"},
+		{"scheme", "elsewhere", "file:///etc/passwd", netproxy.Request{}, mediator.CodeSchemeNotAllowed, "acl:allowedHosts"},
+		{"userinfo", "elsewhere", "http://example.com@" + hostOf(target.URL) + "/", netproxy.Request{}, mediator.CodeInvalidURL, "acl:allowedHosts"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := f.svc.Fetch(context.Background(), Request{AgentID: c.agent, Request: netproxy.Request{URL: c.url}})
+			ctx := context.Background()
+			c.req.URL = c.url
+			_, err := f.svc.Fetch(ctx, Request{AgentID: c.agent, Request: c.req})
 			if got := mediator.CodeOf(err); got != c.want {
 				t.Fatalf("code %s (%v); want %s", got, err, c.want)
 			}
-			page, lerr := f.st.ListDenials(context.Background(), store.DenialFilter{Code: c.want, Limit: 1})
+			page, lerr := f.st.ListDenials(ctx, store.DenialFilter{Code: c.want, Limit: 1})
 			if lerr != nil || len(page.Denials) == 0 {
 				t.Fatalf("no %s denial recorded: %v", c.want, lerr)
 			}
+			// The denial names the audit record of its decision, which
+			// carries the same code, agent, operation and rule.
+			d := page.Denials[0]
+			if d.AuditSeq == 0 {
+				t.Fatalf("denial %+v names no audit record", d)
+			}
+			a, aerr := f.st.ListAudit(ctx, d.AuditSeq-1, 1, false)
+			if aerr != nil || len(a.Records) != 1 {
+				t.Fatalf("audit record %d: %+v %v", d.AuditSeq, a, aerr)
+			}
+			r := a.Records[0]
+			if r.Seq != d.AuditSeq || r.Kind != mediator.AuditDecision || r.Allowed || r.Code != c.want || r.DecidedBy != c.by ||
+				r.Operation.Name != mediator.OpNetworkFetch || r.Operation.AgentID != d.AgentID || r.Operation.Permission != mediator.PermNetworkFetch || r.Reason == "" {
+				t.Fatalf("audit record %+v; want a refused %s decision by %s for %s", r, c.want, c.by, d.AgentID)
+			}
 		})
+	}
+	if rep, err := f.st.VerifyAudit(context.Background()); err != nil || !rep.OK || rep.Records != int64(len(cases)) {
+		t.Errorf("audit verify %+v %v; want %d intact records", rep, err, len(cases))
 	}
 	if len(f.auth.asked) != 0 {
 		t.Errorf("the Authorizer was asked about %d refused requests", len(f.auth.asked))

@@ -14,7 +14,10 @@ type prepared struct {
 	op   mediator.Operation
 	rec  mediator.AgentRecord
 	acl  *netproxy.ACL
-	deny func(code mediator.Code, url, reason string) error
+	// deny records a refusal before the policy: by names the rule that
+	// refused, for the denial's audit record ("grant:network.fetch",
+	// "acl:allowedHosts", ...).
+	deny func(code mediator.Code, by, url, reason string) error
 }
 
 // Prepare runs the checks Fetch runs before the Authorizer (agent, grant,
@@ -34,39 +37,40 @@ func (s *Service) prepare(ctx context.Context, req Request) (prepared, error) {
 		method = "GET"
 	}
 	p := prepared{}
-	p.deny = func(code mediator.Code, url, reason string) error {
+	p.deny = func(code mediator.Code, by, url, reason string) error {
 		s.cfg.LogDenial(ctx, mediator.Denial{
 			AgentID: req.AgentID, Permission: string(mediator.PermNetworkFetch), Code: code,
-			Context: mediator.DenialContext{URL: url, Reason: reason, Method: method},
+			Context: mediator.DenialContext{URL: url, Reason: reason, Method: method,
+				Details: map[string]string{"operation": mediator.OpNetworkFetch, "decidedBy": by}},
 		})
 		return fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), mediator.Errorf(code, "%s", reason))
 	}
 	if err := mediator.ValidAgentID(req.AgentID); err != nil {
-		return p, p.deny(mediator.CodeUnknownAgent, req.URL, mediator.MessageOf(err))
+		return p, p.deny(mediator.CodeUnknownAgent, "agent", req.URL, mediator.MessageOf(err))
 	}
 	rec, err := s.cfg.Store.Agent(ctx, req.AgentID)
 	if err != nil {
 		if mediator.CodeOf(err) == mediator.CodeUnknownAgent {
-			return p, p.deny(mediator.CodeUnknownAgent, req.URL, fmt.Sprintf("agent %q is not installed", req.AgentID))
+			return p, p.deny(mediator.CodeUnknownAgent, "agent", req.URL, fmt.Sprintf("agent %q is not installed", req.AgentID))
 		}
 		return p, err
 	}
 	p.rec = rec
 	if d := s.cfg.Store.Check(ctx, req.AgentID, mediator.PermNetworkFetch); !d.Allowed {
-		return p, p.deny(codeOr(d.Code), req.URL, d.Reason)
+		return p, p.deny(codeOr(d.Code), "grant:"+string(mediator.PermNetworkFetch), req.URL, d.Reason)
 	}
 	// What the fetch would refuse anyway (a method outside the table, a
 	// body on GET, a forbidden header) is refused before anybody is asked,
 	// so no prompt can show it and no "always allow" can remember it.
 	if d := s.cfg.Fetcher.CheckRequest(req.Request); !d.Allowed {
-		return p, p.deny(codeOr(d.Code), req.URL, d.Reason)
+		return p, p.deny(codeOr(d.Code), "request:fetch", req.URL, d.Reason)
 	}
 	if !rec.Profile.Capabilities.NetworkAccess {
-		return p, p.deny(mediator.CodeNetworkDisabled, req.URL, "the agent's profile does not enable networkAccess")
+		return p, p.deny(mediator.CodeNetworkDisabled, "capability:networkAccess", req.URL, "the agent's profile does not enable networkAccess")
 	}
 	acl, err := s.acls.get(rec)
 	if err != nil {
-		return p, p.deny(mediator.CodeInvalidAllowedHost, req.URL, mediator.MessageOf(err))
+		return p, p.deny(mediator.CodeInvalidAllowedHost, "acl:allowedHosts", req.URL, mediator.MessageOf(err))
 	}
 	p.acl = acl
 	// The ACL is checked here, before the policy, so that a host the user
@@ -74,7 +78,7 @@ func (s *Service) prepare(ctx context.Context, req Request) (prepared, error) {
 	// the URL it actually sends, and on every redirect hop.
 	target, d := acl.Check(req.URL)
 	if !d.Allowed {
-		return p, p.deny(codeOr(d.Code), req.URL, d.Reason)
+		return p, p.deny(codeOr(d.Code), "acl:allowedHosts", req.URL, d.Reason)
 	}
 	p.op = mediator.Operation{
 		AgentID: req.AgentID, Permission: mediator.PermNetworkFetch, Name: mediator.OpNetworkFetch,

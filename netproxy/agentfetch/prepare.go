@@ -11,9 +11,9 @@ import (
 
 // prepared is a request that passed every check before the Authorizer.
 type prepared struct {
-	op   mediator.Operation
-	rec  mediator.AgentRecord
-	acl  *netproxy.ACL
+	op  mediator.Operation
+	rec mediator.AgentRecord
+	acl *netproxy.ACL
 	// deny records a refusal before the policy: by names the rule that
 	// refused, for the denial's audit record ("grant:network.fetch",
 	// "acl:allowedHosts", ...).

@@ -57,9 +57,40 @@ var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
 // program is a compiled pure step.
 type program struct{ prg cel.Program }
 
+// programs keeps compiled steps by their text across workflows: a CEL
+// program is immutable and safe to share, parsing one costs tens of
+// microseconds, and a host runs the same workflows again and again. The
+// cache starts over past maxPrograms.
+var programs struct {
+	sync.Mutex
+	m map[string]program
+}
+
+const maxPrograms = 8192
+
 // compile parses and type-checks expr: a syntax error, an unknown
 // function or a wrong type is refused before the workflow starts.
 func compile(expr string) (program, error) {
+	programs.Lock()
+	p, ok := programs.m[expr]
+	programs.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := compileNew(expr)
+	if err != nil {
+		return p, err
+	}
+	programs.Lock()
+	if programs.m == nil || len(programs.m) >= maxPrograms {
+		programs.m = map[string]program{}
+	}
+	programs.m[expr] = p
+	programs.Unlock()
+	return p, nil
+}
+
+func compileNew(expr string) (program, error) {
 	env, err := baseEnv()
 	if err != nil {
 		return program{}, err

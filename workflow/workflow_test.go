@@ -318,24 +318,28 @@ func TestExpressionBounds(t *testing.T) {
 
 // BenchmarkPureWorkflow1000 is a 1,000-task all-pure workflow (CEL steps
 // in chains of ten) end to end: parse, check, decide and record every
-// task, evaluate every step.
+// task (one group commit per fused run of layers), evaluate every step.
+// "warm" runs the same workflow again, its steps compiled once; "cold"
+// gives every step a new text each time, so every step is compiled.
 func BenchmarkPureWorkflow1000(b *testing.B) {
-	var sb strings.Builder
-	sb.WriteString(`{"id":"wf-bench","tasks":[`)
-	for i := range 1000 {
-		if i > 0 {
-			sb.WriteByte(',')
+	spec := func(salt int) []byte {
+		var sb strings.Builder
+		sb.WriteString(`{"id":"wf-bench","tasks":[`)
+		for i := range 1000 {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			if i%10 == 0 {
+				fmt.Fprintf(&sb, `{"id":"t%d","code":{"op":"code:expr","expr":"[1,2,3,4,%d]"}}`, i, salt)
+				continue
+			}
+			fmt.Fprintf(&sb, `{"id":"t%d","dependsOn":["t%d"],"code":{"op":"code:map","expr":"r.t%d.map(x, x + %d)"}}`, i, i-1, i-1, salt)
 		}
-		if i%10 == 0 {
-			fmt.Fprintf(&sb, `{"id":"t%d","code":{"op":"code:expr","expr":"[1,2,3,4,5]"}}`, i)
-			continue
-		}
-		fmt.Fprintf(&sb, `{"id":"t%d","dependsOn":["t%d"],"code":{"op":"code:map","expr":"r.t%d.map(x, x + 1)"}}`, i, i-1, i-1)
+		sb.WriteString(`]}`)
+		return []byte(sb.String())
 	}
-	sb.WriteString(`]}`)
-	js := []byte(sb.String())
 	f := newFixture(b)
-	for b.Loop() {
+	run := func(b *testing.B, js []byte) {
 		s, err := Parse(js)
 		if err != nil {
 			b.Fatal(err)
@@ -345,6 +349,20 @@ func BenchmarkPureWorkflow1000(b *testing.B) {
 			b.Fatalf("%v %s", err, sum.Status)
 		}
 	}
+	b.Run("warm", func(b *testing.B) {
+		js := spec(1)
+		run(b, js)
+		for b.Loop() {
+			run(b, js)
+		}
+	})
+	b.Run("cold", func(b *testing.B) {
+		salt := 1000
+		for b.Loop() {
+			salt++
+			run(b, spec(salt))
+		}
+	})
 }
 
 // BenchmarkAuthorizeLayer10 is a layer's overhead without its prompt:

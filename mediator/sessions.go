@@ -37,3 +37,23 @@ func ValidSessionID(id string) error {
 	}
 	return nil
 }
+
+var levelRank = map[string]int{LevelLow: 0, LevelMedium: 1, LevelHigh: 2}
+
+// RunLevel is the level a run of a session at level session gets when the
+// request asks for asked: the session's, or a lower one; never higher
+// (session_level), since raising it is the user's decision about the
+// session, not a run's.
+func RunLevel(sessionID, session, asked string) (string, error) {
+	if asked == "" {
+		return session, nil
+	}
+	a, err := ParseLevel(asked)
+	if err != nil {
+		return "", err
+	}
+	if levelRank[a] > levelRank[session] {
+		return "", Errorf(CodeSessionLevel, "session %q is at level %s; a run may lower it but not raise it to %s (change the session's level to do that)", Truncate(sessionID, 64), session, a)
+	}
+	return a, nil
+}

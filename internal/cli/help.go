@@ -55,7 +55,7 @@ var specs = []*spec{
 			"nmhost denials --agent fetcher --since 1h",
 			"nmhost denials --code host_not_allowed --json",
 		}},
-	{name: "run", synopsis: "--profile P.json [--input TEXT] [--page FILE.html] [--level L] [--yes-to OP]... MODULE.wasm",
+	{name: "run", synopsis: "--profile P.json [--input TEXT] [--page FILE.html] [--session ID] [--level L] [--yes-to OP]... MODULE.wasm",
 		summary: "runs an agent without a browser under the same mediation; prompts go to the terminal (denied when stdin is not one); exits 1 on a link-time denial, trap, timeout or other failed run",
 		args:    [][2]string{{"MODULE.wasm", "the agent's WebAssembly module (flags may also come after it)"}},
 		examples: []string{

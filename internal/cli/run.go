@@ -30,7 +30,9 @@ func runAgent(ctx context.Context, env Env) error {
 	fs.StringVar(&profilePath, "profile", "", "the agent's profile, a JSON file `P.json` (required), e.g. examples/agents/fetcher/profile.json")
 	fs.StringVar(&input, "input", "", "the `TEXT` the agent gets as its input")
 	fs.StringVar(&page, "page", "", "answer page.read and page.write from the HTML file `FILE.html`")
-	fs.StringVar(&level, "level", "", "the session's permission level `L`: low, medium (default) or high")
+	fs.StringVar(&level, "level", "", "the run's permission level `L`: low, medium (default) or high; never above its session's")
+	var session string
+	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session")
 	fs.Var(&yesTo, "yes-to", "answer prompts for this operation `OP` with allow-once (repeatable), e.g. clipboard.write")
 	args, err := parse(specFor("run"), fs, env)
 	if err != nil {
@@ -98,6 +100,15 @@ func runAgent(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
+	session, level, err = host.RunSession(ctx, st, session, level)
+	if err != nil {
+		return err
+	}
+	ws, err := st.OpenWorkspace(session)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
 	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(st.Dir(), "wasm-cache")})
 	if err != nil {
 		return err
@@ -105,7 +116,7 @@ func runAgent(ctx context.Context, env Env) error {
 	defer rt.Close(context.WithoutCancel(ctx))
 
 	res, err := rt.Run(ctx, wasmhost.RunSpec{
-		Agent: rec, Module: module, Input: []byte(input), SessionLevel: level,
+		Agent: rec, Module: module, Input: []byte(input), SessionLevel: level, Workspace: ws,
 		Authorizer: policy, Browser: browser, LogDenial: logDenial,
 		Fetch: func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {
 			return fetch.Fetch(ctx, agentfetch.Request{AgentID: prof.AgentID, SessionLevel: level, Request: r})
@@ -133,8 +144,8 @@ func runAgent(ctx context.Context, env Env) error {
 			msg += "; " + fix
 		}
 	}
-	fmt.Fprintf(env.Stderr, "nmhost: %s ran %s in %d ms: %s, %s, %s\n", prof.AgentID, shortHash(rec.ModuleSHA256), res.Millis, status,
-		plural(res.Calls, "call"), plural(len(res.Denials), "denial"))
+	fmt.Fprintf(env.Stderr, "nmhost: %s ran %s in %d ms: %s, %s, %s (session %s)\n", prof.AgentID, shortHash(rec.ModuleSHA256), res.Millis, status,
+		plural(res.Calls, "call"), plural(len(res.Denials), "denial"), session)
 	if page == "" && (holds(rec, mediator.PermPageRead) || holds(rec, mediator.PermPageWrite)) {
 		fmt.Fprintf(env.Stderr, "nmhost: no --page was given, so the agent's page calls were answered no_browser; --page FILE.html answers them from an HTML file\n")
 	}

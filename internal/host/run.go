@@ -2,9 +2,13 @@ package host
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
+
+	"github.com/agentgate/nmhost/internal/store"
 
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
@@ -13,7 +17,11 @@ import (
 )
 
 type runParams struct {
-	AgentID      string          `json:"agentId"`
+	AgentID string `json:"agentId"`
+	// SessionID is the session the run works in: its level (lowered by
+	// SessionLevel, never raised) and its workspace. "" starts a fresh
+	// session at medium, named in the result.
+	SessionID    string          `json:"sessionId"`
 	Input        string          `json:"input"`
 	SessionLevel string          `json:"sessionLevel"`
 	Origin       string          `json:"origin"`  // the origin of the document the run is bound to
@@ -91,12 +99,22 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
 	}
+	sessionID, level, err := RunSession(ctx, s.opts.Store, p.SessionID, p.SessionLevel)
+	if err != nil {
+		return nil, err
+	}
+	p.SessionLevel = level
+	ws, err := s.opts.Store.OpenWorkspace(sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("session[%s] workspace: %w", sessionID, err)
+	}
+	defer ws.Close()
 	// Local-only calls (log, page reads) may run before their audit records
 	// are on disk; the barrier holds the reply until every record of the
 	// run is (docs/permissions.md, "Durability").
 	ctx, barrier := mediator.WithAuditBarrier(ctx)
 	res, err := s.opts.Runtime.Run(ctx, wasmhost.RunSpec{
-		Agent: rec, Module: module, Input: []byte(p.Input), SessionLevel: p.SessionLevel, PageOrigin: p.Origin,
+		Agent: rec, Module: module, Input: []byte(p.Input), SessionLevel: p.SessionLevel, PageOrigin: p.Origin, Workspace: ws,
 		Authorizer: s.opts.Authorizer,
 		Browser:    &Browser{peer: &s.peer, agentID: p.AgentID, context: bound, timeout: DefaultBrowserTimeout},
 		Fetch: func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {
@@ -117,5 +135,37 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
 	}
-	return res, nil
+	return runResult{Result: res, SessionID: sessionID}, nil
+}
+
+// RunSession resolves a run's session: the named one (unknown_session when
+// it was never set up) with the run's level, or a fresh one at the level
+// the request asks for (medium by default): a run that names no session
+// starts one, as the extension's "new session" does.
+func RunSession(ctx context.Context, st *store.Store, id, asked string) (string, string, error) {
+	if id == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		id = "run-" + hex.EncodeToString(b[:])
+		level, err := mediator.ParseLevel(asked)
+		if err != nil {
+			return "", "", err
+		}
+		patch, _ := json.Marshal(map[string]string{"permission_level": level})
+		if _, err := st.UpdateSessionSettings(ctx, id, patch); err != nil {
+			return "", "", err
+		}
+	}
+	set, err := st.SessionSettings(ctx, id)
+	if err != nil {
+		return "", "", err
+	}
+	level, err := mediator.RunLevel(id, set.PermissionLevel, asked)
+	return id, level, err
+}
+
+// runResult is run-agent's reply: the run's result and its session.
+type runResult struct {
+	wasmhost.Result
+	SessionID string `json:"sessionId"`
 }

@@ -249,8 +249,14 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 		e.RunID, e.SessionID, e.AgentID = msg.RunID, msg.SessionID, msg.AgentID
 		return e
 	}
+	ws, err := s.cfg.Store.OpenWorkspace(msg.SessionID)
+	if err != nil {
+		fail(fmt.Errorf("session[%s] workspace: %w", msg.SessionID, err))
+		return
+	}
+	defer ws.Close()
 	res, err := s.cfg.Runtime.Run(ctx, wasmhost.RunSpec{
-		Agent: rec, Module: module, Input: []byte(msg.Input), SessionLevel: level,
+		Agent: rec, Module: module, Input: []byte(msg.Input), SessionLevel: level, Workspace: ws,
 		Authorizer: s.cfg.Authorizer, LogDenial: logDenial,
 		Fetch: func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {
 			if s.cfg.Fetch == nil {
@@ -273,22 +279,10 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 	c.sendJSON(ev(runEvent{Type: "result", Result: &res}))
 }
 
-var levelRank = map[string]int{mediator.LevelLow: 0, mediator.LevelMedium: 1, mediator.LevelHigh: 2}
-
 func (s *Server) runLevel(ctx context.Context, msg wsMessage) (string, error) {
 	set, err := s.cfg.Store.SessionSettings(ctx, msg.SessionID)
 	if err != nil {
 		return "", err
 	}
-	if msg.PermissionLevel == "" {
-		return set.PermissionLevel, nil
-	}
-	asked, err := mediator.ParseLevel(msg.PermissionLevel)
-	if err != nil {
-		return "", err
-	}
-	if levelRank[asked] > levelRank[set.PermissionLevel] {
-		return "", mediator.Errorf(mediator.CodeSessionLevel, "session %q is at level %s; a run may lower it but not raise it to %s (PUT the settings to change it)", msg.SessionID, set.PermissionLevel, asked)
-	}
-	return asked, nil
+	return mediator.RunLevel(msg.SessionID, set.PermissionLevel, msg.PermissionLevel)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"regexp"
 
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
@@ -224,7 +223,7 @@ func handleListDenials(ctx context.Context, s *server, req *request) (any, error
 	return s.opts.Store.ListDenials(ctx, f)
 }
 
-var codePattern = regexp.MustCompile(`^[a-z][a-z_]{0,63}$`)
+var codePattern = lazyRegexp(`^[a-z][a-z_]{0,63}$`)
 
 // handleLogDenial records a denial decided in the extension (layer 1), so
 // both layers' refusals land in one log.
@@ -238,7 +237,7 @@ func handleLogDenial(ctx context.Context, s *server, req *request) (any, error) 
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	if p.AgentID == "" || p.Permission == "" || !codePattern.MatchString(string(p.Code)) || p.Code == mediator.CodeAllowed {
+	if p.AgentID == "" || p.Permission == "" || !codePattern().MatchString(string(p.Code)) || p.Code == mediator.CodeAllowed {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "log-denial needs agentId, permission and a reason code")
 	}
 	p.Context.Layer = "extension"

@@ -18,13 +18,20 @@ const MaxModuleBytes = 32 << 20
 
 var wasmMagic = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 
+// helloData is hello's reply. Its members are in alphabetical order, as
+// the map it replaced encoded them.
+type helloData struct {
+	MaxMessageBytes int    `json:"maxMessageBytes"`
+	Name            string `json:"name"`
+	Origin          string `json:"origin"`
+	Protocol        int    `json:"protocol"`
+	Version         string `json:"version"`
+}
+
 func handleHello(_ context.Context, s *server, _ *request) (any, error) {
-	return map[string]any{
-		"name":            "nmhost",
-		"version":         s.opts.Version,
-		"protocol":        ProtocolVersion,
-		"origin":          s.opts.Caller.Origin,
-		"maxMessageBytes": 1 << 20,
+	return helloData{
+		Name: "nmhost", Version: s.opts.Version, Protocol: ProtocolVersion,
+		Origin: s.opts.Caller.Origin, MaxMessageBytes: 1 << 20,
 	}, nil
 }
 

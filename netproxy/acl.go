@@ -21,7 +21,7 @@ const MaxEntries = 10000
 // concurrent use. The zero value and a nil *ACL allow nothing.
 type ACL struct {
 	entries   []Entry
-	texts     []string // entries[i].String(), made once: Check names the entry that matched
+	texts     []string              // entries[i].String(), made once: Check names the entry that matched
 	names     map[string]*nameRule  // domain and wildcard entries by name
 	addrs     map[netip.Addr][]rule // address literals
 	localhost []rule

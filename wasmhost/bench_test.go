@@ -159,6 +159,7 @@ func BenchmarkRunTiny(b *testing.B) {
 	b.Run("nmhost", func(b *testing.B) {
 		f := newFixture(b)
 		rec := f.install(b, "bench", nil, mediator.Capabilities{})
+		rec.ModuleSHA256 = shaOf(tiny) // as the store records it
 		spec := f.spec(rec, tiny, "")
 		spec.Events = nil
 		rt := sharedRuntime()
@@ -218,7 +219,9 @@ func BenchmarkLogCall(b *testing.B) {
 	b.Run("nmhost", func(b *testing.B) {
 		f := newFixture(b)
 		rec := f.install(b, "bench", []mediator.Permission{mediator.PermConsoleLog}, mediator.Capabilities{})
-		spec := f.spec(rec, logLoop(HostModule, "log"), "")
+		module := logLoop(HostModule, "log")
+		rec.ModuleSHA256 = shaOf(module)
+		spec := f.spec(rec, module, "")
 		spec.Events = nil
 		rt := sharedRuntime()
 		for b.Loop() {

@@ -35,7 +35,8 @@ import (
 //     Only a full queue pauses reading.
 //
 // Frames of up to inlineParse bytes are parsed by the reading loop to
-// apply these rules; a larger one is parsed by its worker and counts as
+// apply these rules (and to answer a quick request at once when nothing
+// else is in flight: quickTypes); a larger one is parsed by its worker and counts as
 // short (its bytes already bound how many such frames can be in flight).
 
 // inlineParse is the largest frame whose envelope the reading loop reads
@@ -48,6 +49,19 @@ const inlineParse = 64 << 10
 var longTypes = map[string]bool{
 	"run-agent":     true,
 	"network-fetch": true,
+}
+
+// quickTypes are answered from memory or by one read of the store. When
+// no other request holds a place, the reading loop answers one itself:
+// handing it to a worker wakes another goroutine, often on another
+// thread, and that wake-up is a large part of a lone request's round trip
+// (sendNativeMessage asks one thing at a time). What arrives meanwhile
+// waits to be read for that one answer; when anything is in flight they
+// go to workers like every other request.
+var quickTypes = map[string]bool{
+	"hello":        true,
+	"getAgentInfo": true,
+	"list-agents":  true,
 }
 
 // reservedShort is how many of MaxInFlight places long requests may not
@@ -108,6 +122,14 @@ func (d *dispatcher) dispatch(ctx context.Context, msg []byte) error {
 				return nil
 			}
 			long = longTypes[j.req.Type]
+			if quickTypes[j.req.Type] && len(d.places) == 0 {
+				// Nothing else is in flight: answered here, without
+				// waking a worker (see quickTypes). The place is free,
+				// and only this loop takes places, so this never waits.
+				d.places <- struct{}{}
+				d.run(ctx, j)
+				return nil
+			}
 		}
 	}
 	// A frame larger than the whole budget waits for all of it.
@@ -183,7 +205,9 @@ func (d *dispatcher) longWorker(ctx context.Context) {
 // run handles j and gives back its place and its bytes.
 func (d *dispatcher) run(ctx context.Context, j job) {
 	defer func() {
-		d.inFlight.Release(j.weight)
+		if j.weight > 0 { // a quick request answered at once took none
+			d.inFlight.Release(j.weight)
+		}
 		<-d.places
 	}()
 	if !j.parsed {

@@ -103,3 +103,31 @@ func TestLongRequestsLeaveRoomForQuickOnes(t *testing.T) {
 		})
 	}
 }
+
+// TestQuickRequestsOnAnIdleHost: requests the reading loop answers itself
+// when nothing else is in flight get the same answers, codes included,
+// as on a worker: the hostile ones too.
+func TestQuickRequestsOnAnIdleHost(t *testing.T) {
+	h := newHarness(t, true)
+	h.install("quick", []string{"network.fetch"}, true, "example.com")
+	for _, c := range []struct {
+		name, typ string
+		params    any
+		want      string // "" succeeds
+	}{
+		{"hello", "hello", nil, ""},
+		{"list-agents", "list-agents", nil, ""},
+		{"known agent", "getAgentInfo", map[string]any{"agentId": "quick"}, ""},
+		{"unknown agent", "getAgentInfo", map[string]any{"agentId": "nobody"}, "unknown_agent"},
+		{"path in the id", "getAgentInfo", map[string]any{"agentId": "../../etc/passwd"}, "invalid_profile"},
+		{"unknown member", "getAgentInfo", map[string]any{"agentId": "quick", "agentid": "x"}, "bad_request"},
+		{"id of the wrong type", "getAgentInfo", map[string]any{"agentId": 7}, "bad_request"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := h.call(c.typ, c.params)
+			if c.want == "" && !r.Success || c.want != "" && r.Code != c.want {
+				t.Fatalf("success=%v code=%s error=%s; want %q", r.Success, r.Code, r.Error, c.want)
+			}
+		})
+	}
+}

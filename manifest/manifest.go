@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // HostName is the name the extension passes to connectNative; it is also
@@ -55,27 +56,27 @@ type Check struct {
 var (
 	// Chrome's rule: lowercase alphanumerics and underscores in
 	// dot-separated parts, no leading, trailing or doubled dot.
-	nameRE = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
+	nameRE = lazyRegexp(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
 	// A Chrome extension ID is 32 letters a-p: a SHA-256 prefix of the
 	// extension's key written in base 16 with the digits a-p.
-	chromeIDRE = regexp.MustCompile(`^[a-p]{32}$`)
+	chromeIDRE = lazyRegexp(`^[a-p]{32}$`)
 	// Firefox add-on IDs are email-like or a braced GUID (AMO's rules).
-	geckoEmailRE = regexp.MustCompile(`^[A-Za-z0-9._+-]*@[A-Za-z0-9._-]+$`)
-	geckoGUIDRE  = regexp.MustCompile(`^\{[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}$`)
+	geckoEmailRE = lazyRegexp(`^[A-Za-z0-9._+-]*@[A-Za-z0-9._-]+$`)
+	geckoGUIDRE  = lazyRegexp(`^\{[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}$`)
 )
 
 // ValidName reports whether name is a valid native-messaging host name.
-func ValidName(name string) bool { return len(name) <= 255 && nameRE.MatchString(name) }
+func ValidName(name string) bool { return len(name) <= 255 && nameRE().MatchString(name) }
 
 // ValidChromeID reports whether id is a Chrome extension ID.
-func ValidChromeID(id string) bool { return chromeIDRE.MatchString(id) }
+func ValidChromeID(id string) bool { return chromeIDRE().MatchString(id) }
 
 // ValidFirefoxID reports whether id is a Firefox add-on ID.
 func ValidFirefoxID(id string) bool {
 	if len(id) > 255 {
 		return false
 	}
-	return geckoGUIDRE.MatchString(id) || (geckoEmailRE.MatchString(id) && !strings.Contains(id, ".."))
+	return geckoGUIDRE().MatchString(id) || (geckoEmailRE().MatchString(id) && !strings.Contains(id, ".."))
 }
 
 // AllowedOrigins returns the allowed_origins entries for Chrome extension
@@ -358,4 +359,11 @@ func Uninstall(opts Options) ([]string, error) {
 		removed = append(removed, p)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// lazyRegexp compiles expr on first use, not at package init: every
+// command of the binary runs every package's init, and a host started for
+// one message should not pay for patterns it never matches.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -2,7 +2,6 @@ package mediator
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -101,13 +100,13 @@ func (c Capabilities) Timeout() time.Duration {
 	return time.Duration(c.ExecutionTimeout) * time.Millisecond
 }
 
-var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var agentIDPattern = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // ValidAgentID reports whether id may name an agent: 1 to 128 characters of
 // ASCII letters, digits, '.', '_' and '-', starting with a letter or digit.
 // The id reaches file names, log lines and SQL parameters, so it is kept plain.
 func ValidAgentID(id string) error {
-	if id == "" || len(id) > MaxAgentIDLen || !agentIDPattern.MatchString(id) {
+	if id == "" || len(id) > MaxAgentIDLen || !agentIDPattern().MatchString(id) {
 		return Errorf(CodeInvalidProfile, "agentId %q must be 1-%d characters of letters, digits, '.', '_' or '-', starting with a letter or digit", Truncate(id, 64), MaxAgentIDLen)
 	}
 	return nil

@@ -1,7 +1,5 @@
 package mediator
 
-import "regexp"
-
 // SessionSettings are one session's settings: the permission
 // level its runs get and its workspace. The zero value is not stored; a new
 // session starts at LevelMedium.
@@ -27,12 +25,12 @@ const MaxSessionIDLen = 128
 // Session ids name directories, so they are a portable file name: no path
 // separators, no leading dot (".", ".." and hidden files), nothing Windows
 // refuses.
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
+var sessionIDPattern = lazyRegexp(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
 
 // ValidSessionID reports whether id can name a session (unknown_session
 // otherwise: an id that can never exist is not a session).
 func ValidSessionID(id string) error {
-	if id == "" || len(id) > MaxSessionIDLen || !sessionIDPattern.MatchString(id) {
+	if id == "" || len(id) > MaxSessionIDLen || !sessionIDPattern().MatchString(id) {
 		return Errorf(CodeUnknownSession, "session id %q must be 1-%d characters of letters, digits, '.', '_' or '-', not starting with '.'", Truncate(id, 64), MaxSessionIDLen)
 	}
 	return nil

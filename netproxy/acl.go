@@ -21,6 +21,7 @@ const MaxEntries = 10000
 // concurrent use. The zero value and a nil *ACL allow nothing.
 type ACL struct {
 	entries   []Entry
+	texts     []string              // entries[i].String(), made once: Check names the entry that matched
 	names     map[string]*nameRule  // domain and wildcard entries by name
 	addrs     map[netip.Addr][]rule // address literals
 	localhost []rule
@@ -57,6 +58,7 @@ func NewACL(entries []string) (*ACL, error) {
 		seen[e] = true
 		r := rule{port: e.Port, idx: len(a.entries)}
 		a.entries = append(a.entries, e)
+		a.texts = append(a.texts, e.String())
 		switch e.Kind {
 		case EntryDomain, EntryWildcard:
 			nr := a.names[e.Host]
@@ -186,10 +188,14 @@ func (a *ACL) Check(rawURL string) (Target, mediator.Decision) {
 		idx, ok = a.matchName(t.Host, t.Port)
 	}
 	if !ok {
-		return Target{}, deny(mediator.CodeHostNotAllowed, "host %q (port %d) is not in allowedHosts", t.Host, t.Port)
+		if !plain(t.Host) {
+			return Target{}, deny(mediator.CodeHostNotAllowed, "host %q (port %d) is not in allowedHosts", t.Host, t.Port)
+		}
+		return Target{}, mediator.Deny(mediator.CodeHostNotAllowed,
+			"host \""+t.Host+"\" (port "+strconv.Itoa(int(t.Port))+") is not in allowedHosts")
 	}
 	e := a.entries[idx]
-	t.Entry = e.String()
+	t.Entry = a.texts[idx]
 	t.AllowPrivate = e.Kind == EntryIP || e.Kind == EntryLocalhost
 	if t.IsIP {
 		// Literals are checked here too, so that a denial never costs a
@@ -199,7 +205,23 @@ func (a *ACL) Check(rawURL string) (Target, mediator.Decision) {
 			return Target{}, deny(mediator.CodePrivateAddress, "address %s is %s and may not be fetched", t.Addr, cls.describe())
 		}
 	}
-	return t, mediator.Allow("host " + strconv.Quote(t.Host) + " matches allowedHosts entry " + strconv.Quote(t.Entry))
+	if !plain(t.Host) || !plain(t.Entry) {
+		return t, mediator.Allow("host " + strconv.Quote(t.Host) + " matches allowedHosts entry " + strconv.Quote(t.Entry))
+	}
+	return t, mediator.Allow("host \"" + t.Host + "\" matches allowedHosts entry \"" + t.Entry + "\"")
+}
+
+// plain reports whether strconv.Quote would only put quotes around s, as
+// it does for the canonical hosts and entries Check names: the reasons
+// are then built in one allocation, on a path every fetch and redirect hop
+// takes, with the same text as the general escaping gives.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // parseURL applies every URL rule that does not depend on the ACL.
@@ -282,16 +304,16 @@ func parseURL(raw string) (Target, mediator.Decision) {
 		}
 		t.Localhost = cn.name == "localhost"
 	}
-	nu := *u
+	// u was parsed here for this Target alone: it is rewritten in place.
 	if portStr != "" {
-		nu.Host = t.HostPort()
+		u.Host = t.HostPort()
 	} else if t.IsIP && t.Addr.Is6() {
-		nu.Host = "[" + t.Host + "]"
+		u.Host = "[" + t.Host + "]"
 	} else {
-		nu.Host = t.Host
+		u.Host = t.Host
 	}
-	nu.Scheme = scheme
-	t.URL = &nu
+	u.Scheme = scheme
+	t.URL = u
 	return t, mediator.Allow("")
 }
 

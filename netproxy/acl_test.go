@@ -3,6 +3,7 @@ package netproxy
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -140,6 +141,52 @@ func TestParseLegacyIPv4(t *testing.T) {
 			}
 			if !ok || a != netip.MustParseAddr(tt.want) {
 				t.Fatalf("parseLegacyIPv4(%q) = %v %v, want %s", tt.in, a, ok, tt.want)
+			}
+		})
+	}
+}
+
+// TestPlainQuotingMatchesStrconv: plain is true only where strconv.Quote
+// adds nothing but the quotes, so Check's reasons read the same whichever
+// way they were built; anything else takes the general escaping.
+func TestPlainQuotingMatchesStrconv(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want bool
+	}{
+		{"", true}, {"example.com", true}, {"xn--bcher-kva.example", true}, {"[::1]:8080", true}, {"*.a.b", true},
+		{`a"b`, false}, {`a\b`, false}, {"a\x00b", false}, {"a\x7fb", false}, {"bücher", false}, {"a\nb", false},
+	} {
+		t.Run(c.s, func(t *testing.T) {
+			if got := plain(c.s); got != c.want {
+				t.Fatalf("plain(%q) = %v, want %v", c.s, got, c.want)
+			}
+			if plain(c.s) && strconv.Quote(c.s) != `"`+c.s+`"` {
+				t.Fatalf("plain(%q) but strconv.Quote escapes it", c.s)
+			}
+		})
+	}
+}
+
+// TestCheckReasons: the allowing and denying reasons name the host and the
+// entry in quotes, with the port when refused.
+func TestCheckReasons(t *testing.T) {
+	acl, err := NewACL([]string{"*.example.com", "127.0.0.1:8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		url, code, reason string
+	}{
+		{"https://a.example.com/x", "allowed", `host "a.example.com" matches allowedHosts entry "*.example.com"`},
+		{"http://127.0.0.1:8080/", "allowed", `host "127.0.0.1" matches allowedHosts entry "127.0.0.1:8080"`},
+		{"https://example.org/", "host_not_allowed", `host "example.org" (port 443) is not in allowedHosts`},
+		{"http://127.0.0.1:8081/", "host_not_allowed", `host "127.0.0.1" (port 8081) is not in allowedHosts`},
+	} {
+		t.Run(c.url, func(t *testing.T) {
+			_, d := acl.Check(c.url)
+			if string(d.Code) != c.code || d.Reason != c.reason {
+				t.Fatalf("Check(%s) = %s %q, want %s %q", c.url, d.Code, d.Reason, c.code, c.reason)
 			}
 		})
 	}

@@ -96,11 +96,22 @@ func (f *Fetcher) readBody(ctx context.Context, r io.Reader, declared, max int64
 	if err := reserve(max); err != nil {
 		return nil, 0, err
 	}
-	// One allocation of the largest allowed size: the pages the body never
-	// reaches are never touched, so they cost address space, not memory.
-	body := make([]byte, len(buf), max+1)
+	// The buffer doubles as the body grows, up to max+1: a body of a few
+	// MiB costs a few MiB and a copy of each size on the way, not an
+	// allocation of max (32 MiB) that the collector counts in full and
+	// clears whenever it reuses memory (most fetches, in a running host).
+	// While it doubles, the old buffer lives beside the new one for the
+	// copy: at most half of max more, for that moment.
+	// The first size has room past a round megabyte, so a body of
+	// exactly that size meets its end without one more doubling.
+	body := make([]byte, len(buf), min(4*small+4096, max+1))
 	copy(body, buf)
 	for int64(len(body)) <= max {
+		if len(body) == cap(body) {
+			grown := make([]byte, len(body), min(int64(2*cap(body)), max+1))
+			copy(grown, body)
+			body = grown
+		}
 		n, err := r.Read(body[len(body):cap(body)])
 		body = body[:len(body)+n]
 		if errors.Is(err, io.EOF) {
@@ -113,8 +124,13 @@ func (f *Fetcher) readBody(ctx context.Context, r io.Reader, declared, max int64
 	if int64(len(body)) > max {
 		return nil, held, mediator.Errorf(mediator.CodeTooLarge, "the response body is larger than %d bytes", max)
 	}
-	// Keep only what the body takes; the rest goes back at once.
-	if unused := held - int64(len(body)); unused > 0 {
+	// A buffer much larger than its body is traded for one of the exact
+	// size, so the budget held is what the body takes, not what doubling
+	// left behind; the rest goes back at once.
+	if cap(body)-len(body) > len(body)/8 {
+		body = append(make([]byte, 0, len(body)), body...)
+	}
+	if unused := held - int64(cap(body)); unused > 0 {
 		f.buffered.Release(unused)
 		held -= unused
 	}

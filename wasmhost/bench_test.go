@@ -1,8 +1,16 @@
 package wasmhost
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"io"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 
 	"github.com/agentgate/nmhost/mediator"
 )
@@ -81,4 +89,151 @@ func BenchmarkRun(b *testing.B) {
 			}
 		})
 	}
+}
+
+// nsPerOp is the time one iteration of b took.
+func nsPerOp(b *testing.B) float64 {
+	return float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+}
+
+// rawEngine is wazero as an embedder with nothing between it and the
+// guest would set it up, with the same RuntimeConfig as engine: the
+// compilation cache, close on context done and the memory limit of the
+// default maxMemory. hostModule, when not "", is a host module whose
+// function "f" (i32, i32) -> i32 does nothing.
+func rawEngine(b *testing.B, hostModule string) wazero.Runtime {
+	ctx := context.Background()
+	rc := wazero.NewRuntimeConfig().
+		WithCompilationCache(wazero.NewCompilationCache()).
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(uint32((mediator.DefaultMaxMemory + pageSize - 1) / pageSize))
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	b.Cleanup(func() { rt.Close(ctx) })
+	if hostModule != "" {
+		_, err := rt.NewHostModuleBuilder(hostModule).NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+				stack[0] = 0
+			}), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+			Export("f").Instantiate(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return rt
+}
+
+// rawRun instantiates compiled as Run does (anonymous, _start run,
+// captured output) under an execution timeout, and closes it.
+func rawRun(b *testing.B, rt wazero.Runtime, compiled wazero.CompiledModule) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mc := wazero.NewModuleConfig().WithName("").WithArgs("bench").
+		WithStdin(bytes.NewReader(nil)).WithStdout(io.Discard).WithStderr(io.Discard).
+		WithRandSource(rand.Reader)
+	mod, err := rt.InstantiateModule(ctx, compiled, mc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mod.Close(ctx)
+}
+
+// BenchmarkRunTiny is one whole run of a module that does nothing: Run
+// ("nmhost": hash, validate, link check, instantiate, close, result)
+// beside wazero instantiating and closing the same compiled module under
+// the same config and a timeout ("baseline").
+func BenchmarkRunTiny(b *testing.B) {
+	tiny := wmodule{start: []byte{0x01}}.bytes()
+	var base float64
+	b.Run("baseline", func(b *testing.B) {
+		rt := rawEngine(b, "")
+		compiled, err := rt.CompileModule(context.Background(), tiny)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			rawRun(b, rt, compiled)
+		}
+		base = nsPerOp(b)
+	})
+	b.Run("nmhost", func(b *testing.B) {
+		f := newFixture(b)
+		rec := f.install(b, "bench", nil, mediator.Capabilities{})
+		rec.ModuleSHA256 = shaOf(tiny) // as the store records it
+		spec := f.spec(rec, tiny, "")
+		spec.Events = nil
+		rt := sharedRuntime()
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := rt.Run(context.Background(), spec)
+			if err != nil || res.Status != "ok" {
+				b.Fatal(err, res.Error)
+			}
+		}
+		if base > 0 {
+			b.ReportMetric(nsPerOp(b)/base, "x-baseline")
+		}
+	})
+}
+
+// logCalls is how many host calls one run of logLoop makes.
+const logCalls = 1000
+
+// logLoop is a module whose _start calls module.name(0, 1) logCalls
+// times in a loop, dropping each result: one byte of memory logged each
+// time.
+func logLoop(module, name string) []byte {
+	body := slices.Concat(
+		i32const(logCalls), []byte{0x21, 0x00}, // local.set 0
+		[]byte{0x03, 0x40},                              // loop
+		i32const(0), i32const(1), call(0), []byte{0x1a}, // call; drop
+		[]byte{0x20, 0x00}, i32const(1), []byte{0x6b, 0x22, 0x00}, // local.get 0; i32.sub; local.tee 0
+		[]byte{0x0d, 0x00}, // br_if 0
+		[]byte{0x0b},       // end loop
+	)
+	return wmodule{
+		imports: []wimport{{module: module, name: name, params: []byte{0x7f, 0x7f}, results: []byte{0x7f}}},
+		memMin:  1, locals: []uint32{1}, start: body,
+	}.bytes()
+}
+
+// BenchmarkLogCall is the restricted API's log, called from wasm through
+// dispatch and the real policy over a real store ("nmhost"), beside a
+// host function that does nothing, called the same way from raw wazero
+// ("baseline"). Each run makes logCalls calls; ns/call is the time per
+// call with the run's own cost spread over them.
+func BenchmarkLogCall(b *testing.B) {
+	var base float64
+	b.Run("baseline", func(b *testing.B) {
+		rt := rawEngine(b, "env")
+		compiled, err := rt.CompileModule(context.Background(), logLoop("env", "f"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			rawRun(b, rt, compiled)
+		}
+		base = nsPerOp(b) / logCalls
+		b.ReportMetric(base, "ns/call")
+	})
+	b.Run("nmhost", func(b *testing.B) {
+		f := newFixture(b)
+		rec := f.install(b, "bench", []mediator.Permission{mediator.PermConsoleLog}, mediator.Capabilities{})
+		module := logLoop(HostModule, "log")
+		rec.ModuleSHA256 = shaOf(module)
+		spec := f.spec(rec, module, "")
+		spec.Events = nil
+		rt := sharedRuntime()
+		for b.Loop() {
+			res, err := rt.Run(context.Background(), spec)
+			if err != nil || res.Status != "ok" || res.Calls != logCalls {
+				b.Fatal(err, res.Error, res.Calls)
+			}
+		}
+		perCall := nsPerOp(b) / logCalls
+		b.ReportMetric(perCall, "ns/call")
+		if base > 0 {
+			b.ReportMetric(perCall/base, "x-baseline")
+		}
+	})
 }

@@ -27,13 +27,13 @@ type runSet struct {
 // one is inferred from the module here, once per module. A pure module
 // runs under minimal whatever the profile says: its imports cannot use
 // more, and saying so keeps the audit trail honest about what it could do.
-func (ru *run) chooseSet(sha string, info *moduleInfo) runSet {
+func (ru *run) chooseSet(sha string, imports []moduleImport) runSet {
 	p := ru.spec.Agent.Profile
 	var inf mediator.SetInference
 	if p.PermissionSet == "" {
 		inf = inferCached(sha, ru.spec.Module)
 	}
-	rs := runSet{choice: mediator.DeterminePermissionSet(p, inf), pure: pureImports(info.imports)}
+	rs := runSet{choice: mediator.DeterminePermissionSet(p, inf), pure: pureImports(imports)}
 	if rs.pure {
 		rs.choice.Set = mediator.SetMinimal
 	}

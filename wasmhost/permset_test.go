@@ -165,7 +165,7 @@ func TestPureWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	ru := &run{spec: f.spec(underSet("pure", mediator.SetTrusted, mediator.Capabilities{}), pure, "")}
-	rs := ru.chooseSet("sha", info)
+	rs := ru.chooseSet("sha", info.imports)
 	if !rs.pure || rs.choice.Set != mediator.SetMinimal {
 		t.Fatalf("%+v", rs)
 	}

@@ -133,33 +133,11 @@ func fail(code mediator.Code, format string, args ...any) Result {
 
 func (ru *run) execute(ctx context.Context) Result {
 	p := ru.spec.Agent.Profile
-	sum := sha256.Sum256(ru.spec.Module)
-	sha := hex.EncodeToString(sum[:])
-	if p.ModuleSHA256 != "" && p.ModuleSHA256 != sha {
-		return fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the profile pins %s", sha, p.ModuleSHA256)
-	}
-	// Nothing reaches wazero before validate: its checks bound what
-	// compiling costs. The grants are checked first, on the imports it read,
-	// so a module that may not link is refused as such even when it also
-	// breaks a limit, and before it costs a compile.
-	info, verr := validate(ru.spec.Module)
-	if info.importsRead {
-		ru.set = ru.chooseSet(sha, info)
-		if res, denied := ru.link(ctx, info.imports); denied {
-			return res
-		}
-		p.Capabilities.ExecutionTimeout = ru.set.timeout(p.Capabilities)
-		ru.spec.Agent.Profile.Capabilities.ExecutionTimeout = p.Capabilities.ExecutionTimeout
-	}
-	if verr != nil {
-		return fail(mediator.CodeOf(verr), "%s", mediator.MessageOf(verr))
-	}
 	maxMem := p.Capabilities.MaxMemory
 	if maxMem <= 0 {
 		maxMem = mediator.DefaultMaxMemory
 	}
-	pages := uint32((maxMem + pageSize - 1) / pageSize)
-	eng, err := ru.rt.engine(ctx, pages)
+	eng, err := ru.rt.engine(ctx, pagesFor(maxMem))
 	if err != nil {
 		return fail(mediator.CodeInternal, "%v", err)
 	}
@@ -172,21 +150,22 @@ func (ru *run) execute(ctx context.Context) Result {
 	defer ru.cancel(nil)
 	ru.ctx = runCtx
 
-	compiled, err := eng.compile(runCtx, sha, ru.spec.Module, info)
-	if err != nil {
-		if runCtx.Err() != nil {
-			return fail(mediator.CodeTimeout, "compiling the module took longer than its executionTimeout of %v", p.Capabilities.Timeout())
-		}
-		if errors.Is(err, errRuntimeClosed) {
-			return fail(mediator.CodeInternal, "%v", err)
-		}
-		if isMemoryLimitErr(err) {
-			return fail(mediator.CodeMemoryLimit, "the module needs more memory than maxMemory (%d bytes): %v", maxMem, err)
-		}
-		return fail(mediator.CodeInvalidModule, "the module does not compile: %v", err)
+	compiled, res, ok := ru.compiled(ctx, eng, maxMem)
+	if !ok {
+		return res
 	}
 	if res, denied := ru.link(ctx, compiledImports(compiled)); denied {
 		return res
+	}
+	if t := ru.set.timeout(p.Capabilities); t != p.Capabilities.ExecutionTimeout {
+		// Pure work that kept the default timeout gets the shorter one,
+		// counted from here (compiling counted against the profile's).
+		p.Capabilities.ExecutionTimeout = t
+		ru.spec.Agent.Profile.Capabilities.ExecutionTimeout = t
+		var cancelPure context.CancelFunc
+		runCtx, cancelPure = context.WithTimeout(runCtx, p.Capabilities.Timeout())
+		defer cancelPure()
+		ru.ctx = runCtx
 	}
 
 	callCtx := context.WithValue(runCtx, runKey{}, ru)
@@ -228,6 +207,63 @@ func (ru *run) execute(ctx context.Context) Result {
 		mod.Close(context.WithoutCancel(ctx))
 	}
 	return ru.ending(err)
+}
+
+// compiled returns the module compiled, or the Result that ends the run.
+//
+// A module the engine has compiled already is found by the hash the store
+// recorded for it (AgentRecord.ModuleSHA256), without hashing and
+// validating the bytes again: what runs is then the module that was
+// hashed and validated when it was compiled, whatever bytes came with this
+// run. Otherwise the bytes are hashed (and must match the recorded hash),
+// validated and compiled, and kept under their hash.
+func (ru *run) compiled(ctx context.Context, eng *engine, maxMem int64) (wazero.CompiledModule, Result, bool) {
+	p := ru.spec.Agent.Profile
+	sha := ru.spec.Agent.ModuleSHA256
+	if m, ok := eng.lookup(sha); ok {
+		if p.ModuleSHA256 != "" && p.ModuleSHA256 != sha {
+			return nil, fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the profile pins %s", sha, p.ModuleSHA256), false
+		}
+		ru.set = ru.chooseSet(sha, compiledImports(m))
+		return m, Result{}, true
+	}
+	sum := sha256.Sum256(ru.spec.Module)
+	got := hex.EncodeToString(sum[:])
+	if sha != "" && sha != got {
+		return nil, fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the agent's record names %s", got, sha), false
+	}
+	sha = got
+	if p.ModuleSHA256 != "" && p.ModuleSHA256 != sha {
+		return nil, fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the profile pins %s", sha, p.ModuleSHA256), false
+	}
+	// Nothing reaches wazero before validate: its checks bound what
+	// compiling costs. The grants are checked first, on the imports it read,
+	// so a module that may not link is refused as such even when it also
+	// breaks a limit, and before it costs a compile.
+	info, verr := validate(ru.spec.Module)
+	if info.importsRead {
+		ru.set = ru.chooseSet(sha, info.imports)
+		if res, denied := ru.link(ctx, info.imports); denied {
+			return nil, res, false
+		}
+	}
+	if verr != nil {
+		return nil, fail(mediator.CodeOf(verr), "%s", mediator.MessageOf(verr)), false
+	}
+	compiled, err := eng.compile(ru.ctx, sha, ru.spec.Module, info)
+	if err != nil {
+		if ru.ctx.Err() != nil {
+			return nil, fail(mediator.CodeTimeout, "compiling the module took longer than its executionTimeout of %v", p.Capabilities.Timeout()), false
+		}
+		if errors.Is(err, errRuntimeClosed) {
+			return nil, fail(mediator.CodeInternal, "%v", err), false
+		}
+		if isMemoryLimitErr(err) {
+			return nil, fail(mediator.CodeMemoryLimit, "the module needs more memory than maxMemory (%d bytes): %v", maxMem, err), false
+		}
+		return nil, fail(mediator.CodeInvalidModule, "the module does not compile: %v", err), false
+	}
+	return compiled, Result{}, true
 }
 
 // link checks imports against the agent's grants. A refusal is recorded in

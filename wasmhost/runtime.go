@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/agentgate/nmhost/mediator"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -167,6 +168,40 @@ func (r *Runtime) engine(ctx context.Context, pages uint32) (*engine, error) {
 	e := &engine{rt: rt, hook: r.compileHook, closing: r.closing, compiles: &r.compiles, compiled: map[string]wazero.CompiledModule{}, compiling: map[string]*compileCall{}}
 	r.engines[pages] = e
 	return e, nil
+}
+
+// Compiled reports whether a run of rec would find its module compiled
+// already (by rec.ModuleSHA256, under its memory limit): such a run needs
+// no module bytes, so the caller may skip reading them from the store.
+func (r *Runtime) Compiled(rec mediator.AgentRecord) bool {
+	r.mu.Lock()
+	e, ok := r.engines[pagesFor(rec.Profile.Capabilities.MaxMemory)]
+	r.mu.Unlock()
+	if !ok {
+		return false
+	}
+	_, ok = e.lookup(rec.ModuleSHA256)
+	return ok
+}
+
+// pagesFor is the memory limit in wasm pages for a maxMemory in bytes
+// (0: the default).
+func pagesFor(maxMem int64) uint32 {
+	if maxMem <= 0 {
+		maxMem = mediator.DefaultMaxMemory
+	}
+	return uint32((maxMem + pageSize - 1) / pageSize)
+}
+
+// lookup returns the module compiled under sha, if this engine has one.
+func (e *engine) lookup(sha string) (wazero.CompiledModule, bool) {
+	if sha == "" {
+		return nil, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m, ok := e.compiled[sha]
+	return m, ok
 }
 
 // compile returns the compiled module for sha, compiling it (or loading it

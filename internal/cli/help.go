@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // spec is what a person reads about one command: the line they type, what
@@ -268,7 +269,7 @@ func usagef(cmd, format string, args ...any) error {
 	return &usageError{cmd: cmd, msg: fmt.Sprintf(format, args...)}
 }
 
-var longFlag = regexp.MustCompile(`(^|\s)-([A-Za-z][A-Za-z0-9-]+)`)
+var longFlag = lazyRegexp(`(^|\s)-([A-Za-z][A-Za-z0-9-]+)`)
 
 func isHelpArg(a string) bool { return a == "-h" || a == "--help" || a == "-help" }
 
@@ -289,7 +290,7 @@ func parse(s *spec, fs *flag.FlagSet, env Env) ([]string, error) {
 		}
 		if err != nil {
 			// The flag package names flags with one dash; people type two.
-			return nil, usagef(s.name, "%s", longFlag.ReplaceAllString(err.Error(), "$1--$2"))
+			return nil, usagef(s.name, "%s", longFlag().ReplaceAllString(err.Error(), "$1--$2"))
 		}
 		rest := fs.Args()
 		consumed := len(args) - len(rest)
@@ -339,4 +340,11 @@ func runHelp(ctx context.Context, env Env) error {
 		}
 	}
 	return usagef("help", "no command %q", name)
+}
+
+// lazyRegexp compiles expr on first use, not at package init: every
+// command of the binary runs every package's init, and a host started for
+// one message should not pay for patterns it never matches.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

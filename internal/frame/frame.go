@@ -1,6 +1,7 @@
 package frame
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -29,6 +30,12 @@ const (
 	// header that claims 60 MiB and is followed by EOF costs at most this
 	// much memory, not 60 MiB.
 	directRead = 64 << 10
+
+	// readBuffer is the Reader's read-ahead. One read from the pipe then
+	// brings a header with its body, and often the frames behind it, where
+	// reading straight from the pipe costs two system calls per frame. A
+	// body larger than the buffer is read past it, straight into place.
+	readBuffer = 64 << 10
 )
 
 // ErrTooLarge is matched (errors.Is) by every *TooLargeError.
@@ -50,9 +57,10 @@ func (e *TooLargeError) Error() string {
 func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
 // Reader reads frames one at a time. It is not safe for concurrent use;
-// one goroutine owns the input.
+// one goroutine owns the input. It reads ahead of the frame it returns,
+// so nothing else may read the same input.
 type Reader struct {
-	r   io.Reader
+	r   *bufio.Reader
 	max uint32
 	hdr [headerSize]byte
 }
@@ -67,7 +75,7 @@ func NewReaderSize(r io.Reader, max int) *Reader {
 	if max < 0 || max > MaxInbound {
 		max = MaxInbound
 	}
-	return &Reader{r: r, max: uint32(max)}
+	return &Reader{r: bufio.NewReaderSize(r, readBuffer), max: uint32(max)}
 }
 
 // chunkPool recycles the pieces of large bodies while they arrive.

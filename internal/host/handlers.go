@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
 
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
@@ -21,13 +20,20 @@ const MaxModuleBytes = 32 << 20
 
 var wasmMagic = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 
+// helloData is hello's reply. Its members are in alphabetical order, as
+// the map it replaced encoded them.
+type helloData struct {
+	MaxMessageBytes int    `json:"maxMessageBytes"`
+	Name            string `json:"name"`
+	Origin          string `json:"origin"`
+	Protocol        int    `json:"protocol"`
+	Version         string `json:"version"`
+}
+
 func handleHello(_ context.Context, s *server, _ *request) (any, error) {
-	return map[string]any{
-		"name":            "nmhost",
-		"version":         s.opts.Version,
-		"protocol":        ProtocolVersion,
-		"origin":          s.opts.Caller.Origin,
-		"maxMessageBytes": 1 << 20,
+	return helloData{
+		Name: "nmhost", Version: s.opts.Version, Protocol: ProtocolVersion,
+		Origin: s.opts.Caller.Origin, MaxMessageBytes: 1 << 20,
 	}, nil
 }
 
@@ -240,7 +246,7 @@ func handleListDenials(ctx context.Context, s *server, req *request) (any, error
 	return s.opts.Store.ListDenials(ctx, f)
 }
 
-var codePattern = regexp.MustCompile(`^[a-z][a-z_]{0,63}$`)
+var codePattern = lazyRegexp(`^[a-z][a-z_]{0,63}$`)
 
 // handleLogDenial records a denial decided in the extension (layer 1), so
 // both layers' refusals land in one log.
@@ -254,7 +260,7 @@ func handleLogDenial(ctx context.Context, s *server, req *request) (any, error) 
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	if p.AgentID == "" || p.Permission == "" || !codePattern.MatchString(string(p.Code)) || p.Code == mediator.CodeAllowed {
+	if p.AgentID == "" || p.Permission == "" || !codePattern().MatchString(string(p.Code)) || p.Code == mediator.CodeAllowed {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "log-denial needs agentId, permission and a reason code")
 	}
 	p.Context.Layer = "extension"

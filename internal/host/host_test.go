@@ -34,7 +34,7 @@ type harness struct {
 	done   chan error     // Serve's result
 }
 
-func newHarness(t *testing.T, allowed bool) *harness {
+func newHarness(t *testing.T, allowed bool, with ...func(*Options)) *harness {
 	t.Helper()
 	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
@@ -49,10 +49,14 @@ func newHarness(t *testing.T, allowed bool) *harness {
 	outR, outW := io.Pipe()
 	h := &harness{t: t, st: st, in: inW, done: make(chan error, 1)}
 	go func() {
-		err := Serve(context.Background(), inR, outW, Options{
+		opts := Options{
 			Store: st, Fetcher: fetcher, Runtime: sharedRuntime(), Caller: Caller{Origin: testOrigin, Browser: "chromium"},
 			OriginAllowed: allowed, Version: "test",
-		})
+		}
+		for _, f := range with {
+			f(&opts)
+		}
+		err := Serve(context.Background(), inR, outW, opts)
 		outW.Close()
 		h.done <- err
 	}()

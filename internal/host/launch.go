@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/agentgate/nmhost/mediator"
 )
@@ -19,9 +20,9 @@ type Caller struct {
 }
 
 var (
-	chromeOrigin = regexp.MustCompile(`^chrome-extension://[a-p]{32}/$`)
+	chromeOrigin = lazyRegexp(`^chrome-extension://[a-p]{32}/$`)
 	// Firefox add-on ids are email-like or a braced GUID.
-	firefoxAddonID = regexp.MustCompile(`^(\{[0-9A-Fa-f-]{36}\}|[A-Za-z0-9._+-]{1,64}@[A-Za-z0-9.-]{1,190})$`)
+	firefoxAddonID = lazyRegexp(`^(\{[0-9A-Fa-f-]{36}\}|[A-Za-z0-9._+-]{1,64}@[A-Za-z0-9.-]{1,190})$`)
 )
 
 // LooksLikeLaunch reports whether args (without the program name) are a
@@ -50,12 +51,12 @@ func firefoxLaunch(args []string) bool {
 func ParseLaunch(args []string) (Caller, error) {
 	switch {
 	case len(args) > 0 && strings.HasPrefix(args[0], "chrome-extension://"):
-		if !chromeOrigin.MatchString(args[0]) {
+		if !chromeOrigin().MatchString(args[0]) {
 			return Caller{}, fmt.Errorf("launch: origin %q is not a chrome-extension origin of 32 letters a-p", clip(args[0]))
 		}
 		return Caller{Origin: args[0], Browser: "chromium"}, nil
 	case firefoxLaunch(args):
-		if !firefoxAddonID.MatchString(args[1]) {
+		if !firefoxAddonID().MatchString(args[1]) {
 			return Caller{}, fmt.Errorf("launch: add-on id %q is not a Firefox add-on id", clip(args[1]))
 		}
 		return Caller{Origin: args[1], Browser: "firefox"}, nil
@@ -65,3 +66,10 @@ func ParseLaunch(args []string) (Caller, error) {
 
 // clip bounds a launch argument quoted in an error.
 func clip(s string) string { return mediator.Truncate(s, 80) }
+
+// lazyRegexp compiles expr on first use, not at package init: every
+// command of the binary runs every package's init, and a host started for
+// one message should not pay for patterns it never matches.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}

@@ -140,7 +140,7 @@ func (b *Browser) Call(ctx context.Context, call string, params any) (json.RawMe
 	}
 	if !res.Success {
 		code := mediator.Code(res.Code)
-		if !codePattern.MatchString(res.Code) || code == mediator.CodeAllowed {
+		if !codePattern().MatchString(res.Code) || code == mediator.CodeAllowed {
 			code = mediator.CodeInternal
 		}
 		return nil, &mediator.Error{Code: code, Msg: "browser: " + clip(res.Error)}

@@ -95,9 +95,14 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	if _, err := mediator.ParseLevel(p.SessionLevel); err != nil {
 		return nil, err
 	}
-	rec, module, err := s.opts.Store.AgentModule(ctx, p.AgentID)
-	if err != nil {
-		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
+	// A module the runtime has compiled is not read (and hashed) from the
+	// store again: the run finds it by the hash the agent's record names.
+	var module []byte
+	rec, err := s.opts.Store.Agent(ctx, p.AgentID)
+	if err != nil || !s.opts.Runtime.Compiled(rec) {
+		if rec, module, err = s.opts.Store.AgentModule(ctx, p.AgentID); err != nil {
+			return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
+		}
 	}
 	sessionID, level, err := RunSession(ctx, s.opts.Store, p.SessionID, p.SessionLevel)
 	if err != nil {

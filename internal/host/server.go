@@ -9,13 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
-	"strconv"
 	"sync"
-	"unicode/utf8"
-
-	"github.com/go-json-experiment/json/jsontext"
-
-	"golang.org/x/sync/semaphore"
 
 	"github.com/agentgate/nmhost/internal/frame"
 	"github.com/agentgate/nmhost/internal/store"
@@ -65,7 +59,9 @@ type Options struct {
 	// fetcher's own budget, the host's peak memory stays bounded whatever
 	// mix of requests arrives (see docs/protocol.md, "Limits").
 	MaxInFlightBytes int64
-	// MaxInFlight bounds concurrent requests; reading pauses past it.
+	// MaxInFlight bounds concurrent requests; reading pauses past it (a
+	// long request beyond the places it may take waits in a queue of this
+	// size first: see dispatch.go).
 	// Default 64: enough to keep fetches overlapping, small enough that a
 	// flood of frames cannot grow memory without bound.
 	MaxInFlight int
@@ -168,14 +164,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 		}
 	}()
 
-	// Frames are read here and handled on their own goroutines, so a long
-	// fetch does not hold up a quick grant; replies carry the request id.
+	// Frames are read here and handled by a bounded pool of workers (see
+	// dispatch.go), so a long fetch does not hold up a quick grant;
+	// replies carry the request id.
 	in := frame.NewReader(r)
-	sem := make(chan struct{}, opts.MaxInFlight)
-	inFlight := semaphore.NewWeighted(opts.MaxInFlightBytes)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(s.inputEnded) // runs before wg.Wait: waiting handlers give up first
+	d := newDispatcher(s, opts.MaxInFlight, opts.MaxInFlightBytes)
+	defer d.wait()
+	defer close(s.inputEnded) // runs before d.wait: waiting handlers give up first
 	for {
 		msg, err := in.Next()
 		switch {
@@ -190,36 +185,25 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 			log.Warn("input ended", "err", err)
 			return nil
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+		if err := d.dispatch(ctx, msg); err != nil {
 			return nil
 		}
-		// A frame larger than the whole budget waits for all of it.
-		weight := min(int64(len(msg)), opts.MaxInFlightBytes)
-		if err := inFlight.Acquire(ctx, weight); err != nil {
-			return nil
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { inFlight.Release(weight); <-sem; wg.Done() }()
-			s.handle(ctx, msg)
-		}()
 	}
 }
 
-func (s *server) handle(ctx context.Context, msg []byte) {
+// handle answers one request whose envelope parseRequest read (req and
+// err are its results).
+func (s *server) handle(ctx context.Context, req *request, err error) {
 	id := nullID
+	if req != nil {
+		id = req.ID
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("handler panic", "panic", p, "stack", string(debug.Stack()))
 			s.send(reply{ID: id, Error: "the host failed while handling this request", Code: mediator.CodeInternal})
 		}
 	}()
-	req, err := parseRequest(msg)
-	if req != nil {
-		id = req.ID
-	}
 	if !s.opts.OriginAllowed {
 		s.refuseOrigin(ctx, req)
 		return
@@ -309,9 +293,16 @@ type jsonAppender interface {
 	JSONLen() int
 }
 
+// encodeBufs recycles the buffers small replies are encoded into.
+var encodeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuf is the largest encode buffer kept for reuse: replies are
+// mostly small, and a pooled megabyte would outlive the reply that grew it.
+const maxPooledBuf = 64 << 10
+
 // encode returns v's JSON: a successful reply whose data is a jsonAppender
-// is written by hand around it; anything else by encoding/json.
-func encode(v any) ([]byte, error) {
+// is written by hand around it; anything else by encoding/json, into buf.
+func encode(buf *bytes.Buffer, v any) ([]byte, error) {
 	if r, ok := v.(reply); ok && r.Success && r.Error == "" && r.Code == "" {
 		if a, ok := r.Data.(jsonAppender); ok {
 			b := make([]byte, 0, len(`{"id":,"success":true,"data":}`)+len(r.ID)+a.JSONLen())
@@ -322,8 +313,7 @@ func encode(v any) ([]byte, error) {
 			return append(b, '}'), nil
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, err
@@ -337,7 +327,15 @@ func encode(v any) ([]byte, error) {
 // inside one frame; chunks of one message may interleave with other
 // messages, which the chunk format allows.
 func (s *server) write(id json.RawMessage, v any) error {
-	payload, err := encode(v)
+	buf := encodeBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		// Every frame is written by now: nothing refers to buf any more.
+		if buf.Cap() <= maxPooledBuf {
+			encodeBufs.Put(buf)
+		}
+	}()
+	payload, err := encode(buf, v)
 	if err != nil {
 		return err
 	}
@@ -357,94 +355,4 @@ func (s *server) write(id json.RawMessage, v any) error {
 		s.log.Error("message not splittable", "id", string(id), "err", err)
 	}
 	return nil
-}
-
-// parseRequest parses the envelope once. On error it still returns the
-// request with whatever id could be read, so the reply can echo it.
-func parseRequest(msg []byte) (*request, error) {
-	if len(msg) == 0 {
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "empty message")
-	}
-	if !utf8.Valid(msg) {
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "message is not valid UTF-8")
-	}
-	trimmed := bytes.TrimLeft(msg, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "message is not a JSON object")
-	}
-	env, err := readEnvelope(msg)
-	if err != nil {
-		return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "message is not valid JSON (or repeats id or type)", Err: err}
-	}
-	req := &request{ID: nullID, Raw: msg}
-	if len(env.ID) == 0 || string(env.ID) == "null" {
-		return req, mediator.Errorf(mediator.CodeBadRequest, "message has no id")
-	}
-	if !validID(env.ID) {
-		return req, mediator.Errorf(mediator.CodeBadRequest, "id must be a string of at most 128 bytes or an integer")
-	}
-	req.ID = env.ID
-	if len(env.Type) == 0 || env.Type[0] != '"' || json.Unmarshal(env.Type, &req.Type) != nil || req.Type == "" {
-		return req, mediator.Errorf(mediator.CodeBadRequest, "message has no type string")
-	}
-	return req, nil
-}
-
-// envelope is a request's id and type, as raw JSON.
-type envelope struct{ ID, Type json.RawMessage }
-
-// readEnvelope reads the top-level id and type of msg in one streaming
-// pass, skipping (and so checking the syntax of) every other member
-// without holding it: a frame of a million nested members costs no more
-// than its bytes. A repeated id or type is refused here; repeated or
-// case-variant members elsewhere are refused where the parameters are
-// decoded exactly (decode), which stops at the first one.
-func readEnvelope(msg []byte) (envelope, error) {
-	var env envelope
-	dec := jsontext.NewDecoder(bytes.NewReader(msg), jsontext.AllowDuplicateNames(true))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return env, errors.New("not a JSON object")
-	}
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return env, err
-		}
-		var dst *json.RawMessage
-		switch tok.String() {
-		case "id":
-			dst = &env.ID
-		case "type":
-			dst = &env.Type
-		default:
-			if err := dec.SkipValue(); err != nil {
-				return env, err
-			}
-			continue
-		}
-		if *dst != nil {
-			return env, fmt.Errorf("member %q given twice", tok.String())
-		}
-		v, err := dec.ReadValue()
-		if err != nil {
-			return env, err
-		}
-		*dst = json.RawMessage(bytes.Clone(v))
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return env, err
-	}
-	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
-		return env, errors.New("data after the object")
-	}
-	return env, nil
-}
-
-func validID(raw json.RawMessage) bool {
-	if raw[0] == '"' {
-		var s string
-		return json.Unmarshal(raw, &s) == nil && len(s) <= 128
-	}
-	_, err := strconv.ParseInt(string(raw), 10, 64)
-	return err == nil
 }

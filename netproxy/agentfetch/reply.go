@@ -41,9 +41,10 @@ type replyHead struct {
 // control characters grows six-fold) is sent as base64, so the body's JSON
 // is never more than 4/3 of its size.
 type Result struct {
-	resp   *netproxy.Response
-	base64 bool
-	head   []byte // the JSON of every field but the body, without the closing brace
+	resp    *netproxy.Response
+	base64  bool
+	escaped int    // the body's length as the inside of a JSON string, when !base64
+	head    []byte // the JSON of every field but the body, without the closing brace
 }
 
 // NewResult prepares resp to be sent. The caller calls Release once the
@@ -52,6 +53,7 @@ func NewResult(resp *netproxy.Response) (*Result, error) {
 	r := &Result{resp: resp}
 	escaped, ok := escapedLen(resp.Body)
 	r.base64 = !ok || escaped > base64.StdEncoding.EncodedLen(len(resp.Body))
+	r.escaped = escaped
 	encoding := "text"
 	if r.base64 {
 		encoding = "base64"
@@ -71,8 +73,7 @@ func (r *Result) JSONLen() int {
 	if r.base64 {
 		return n + base64.StdEncoding.EncodedLen(len(r.resp.Body))
 	}
-	escaped, _ := escapedLen(r.resp.Body)
-	return n + escaped
+	return n + r.escaped
 }
 
 // AppendJSON appends the Reply's JSON to dst, the body member last.

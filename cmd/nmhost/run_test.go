@@ -41,7 +41,7 @@ func TestRunCommand(t *testing.T) {
 			[]string{`"Doc" has 4 words`, "heading: quiet words", "heading changed", "ok, 4 calls, 0 denials"}},
 		{"no terminal, no pre-answer: the write is denied, the run goes on",
 			[]string{"run", "--profile", profile, "--page", page, "--input", "shout", module}, 0,
-			[]string{"cannot change the heading: confirmation_required", ", 1 denial\n"}},
+			[]string{"cannot change the heading: confirmation_required", ", 1 denial (session run-"}},
 		{"no page: no_browser",
 			[]string{"run", "--profile", profile, module}, 0,
 			[]string{"cannot read the page: no_browser"}},

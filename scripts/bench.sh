@@ -30,6 +30,9 @@ run ./netproxy/ '^BenchmarkACLCheck$'
 run ./netproxy/agentfetch/ '^BenchmarkFetch2B$'
 run ./wasmhost/ '^(BenchmarkRunTiny|BenchmarkLogCall)$'
 run ./cmd/nmhost/ '^(BenchmarkRoundTrip|BenchmarkColdStart|BenchmarkFetch)$'
+run ./internal/store/ '^BenchmarkPolicy$'
+run ./wasmhost/ '^BenchmarkInspect$'
+run ./workflow/ '^(BenchmarkPureWorkflow1000|BenchmarkAuthorizeLayer10)$'
 
 # One line per benchmark, in first-seen order: the medians of ns/op, of
 # ns/call (the log benchmark) and of the multiple of the baseline.

@@ -91,6 +91,9 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
 	}
+	if rec.Profile.IsPython() {
+		return nil, mediator.Errorf(mediator.CodeWrongRuntime, "agent %q is a Python agent: it runs in the extension's sandbox (python-run), where Pyodide is", p.AgentID)
+	}
 	res, err := s.opts.Runtime.Run(ctx, wasmhost.RunSpec{
 		Agent: rec, Module: module, Input: []byte(p.Input), SessionLevel: p.SessionLevel, PageOrigin: p.Origin,
 		Authorizer: s.opts.Authorizer,

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -114,9 +115,18 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 	if api == nil {
 		api = []string{}
 	}
+	// The functions left out, with the permission each needs: touching one
+	// is an AttributeError, reported as import_not_granted like a module's
+	// import of it.
+	absent := map[string]mediator.Permission{}
+	for _, f := range pyagent.Functions {
+		if !slices.Contains(api, f.Name) {
+			absent[f.Name] = f.Permission
+		}
+	}
 	return map[string]any{
 		"runId": id, "agentId": p.AgentID, "source": string(source), "moduleSha256": rec.ModuleSHA256,
-		"api": api, "input": p.Input, "executionTimeout": caps.ExecutionTimeout, "maxMemory": caps.MaxMemory,
+		"api": api, "absent": absent, "input": p.Input, "executionTimeout": caps.ExecutionTimeout, "maxMemory": caps.MaxMemory,
 	}, nil
 }
 

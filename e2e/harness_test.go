@@ -83,6 +83,12 @@ func setup(m *testing.M) (int, error) {
 			return 1, err
 		}
 	}
+	// The Python examples are bundled as source, stored by its hash.
+	for _, name := range []string{"py-word-count", "py-summarise-copy", "py-fetch-json", "py-outside-host"} {
+		if modules[name], err = os.ReadFile(filepath.Join(ext, "agents", name+".py")); err != nil {
+			return 1, err
+		}
+	}
 	dataDir = filepath.Join(work, "data")
 	profile := filepath.Join(work, "chromium-profile")
 	install := exec.Command(nmhostBin, "install", "--extension-id", ExtensionID, "--browser", "chromium", "--user-data-dir", profile)

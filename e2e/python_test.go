@@ -25,7 +25,7 @@ func pythonProfile(id, dom string, perms []string, hosts ...string) map[string]a
 	}
 }
 
-func installPython(t *testing.T, ext context.Context, profile map[string]any, source string) {
+func installPython(t testing.TB, ext context.Context, profile map[string]any, source string) {
 	t.Helper()
 	if r := hostCall(t, ext, "install-agent", map[string]any{"profile": profile, "module": source}); !r.Success {
 		t.Fatalf("install-agent %v: %s %s", profile["agentId"], r.Code, r.Error)
@@ -34,7 +34,7 @@ func installPython(t *testing.T, ext context.Context, profile map[string]any, so
 
 // runPythonInPopup runs a Python agent from the popup opened for the tab
 // and waits for the end of the run, Pyodide's load included.
-func runPythonInPopup(t *testing.T, tabID int, agent, input string, answer func(popup context.Context)) (status, output, timings string) {
+func runPythonInPopup(t testing.TB, tabID int, agent, input string, answer func(popup context.Context)) (status, output, timings string) {
 	t.Helper()
 	popup := page(t, extURL(fmt.Sprintf("popup.html?tab=%d", tabID)))
 	waitFor(t, popup, fmt.Sprintf(`document.querySelector('#agent option[value=%q]')`, agent))
@@ -50,7 +50,7 @@ func runPythonInPopup(t *testing.T, tabID int, agent, input string, answer func(
 }
 
 // waitLong is waitFor with room for Pyodide's first load.
-func waitLong(t *testing.T, ctx context.Context, cond string) {
+func waitLong(t testing.TB, ctx context.Context, cond string) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 150*time.Second)
 	defer cancel()
@@ -223,5 +223,21 @@ func TestPythonReachesNothingOfTheBrowser(t *testing.T) {
 				t.Errorf("%s was not shown unreachable:\n%s", n, out)
 			}
 		})
+	}
+}
+
+func TestPythonAgentRunsFromTheOptionsPage(t *testing.T) {
+	ext := page(t, extURL("options.html"))
+	installPython(t, ext, pythonProfile("e2e-py-options", "read-only", []string{"page.read"}),
+		"print('hello from the options page')\ntry:\n    await restricted_api.getPageText()\nexcept RestrictedAPIError as e:\n    print('page:', e.code)\n")
+	opts := page(t, extURL("options.html"))
+	waitFor(t, opts, `document.querySelector('#py-agent option[value="e2e-py-options"]')`)
+	eval[bool](t, opts, `(document.getElementById('py-agent').value = 'e2e-py-options', document.getElementById('py-run').click(), true)`)
+	waitLong(t, opts, `document.getElementById('py-output').dataset.status`)
+	status := eval[string](t, opts, `document.getElementById('py-output').dataset.status`)
+	out := eval[string](t, opts, `document.getElementById('py-output').textContent`)
+	// Bound to no page: the page call is refused by the host.
+	if status != "ok" || !strings.Contains(out, "hello from the options page") || !strings.Contains(out, "page: no_browser") {
+		t.Fatalf("%s:\n%s", status, out)
 	}
 }

@@ -236,8 +236,8 @@ func TestPythonAgentRunsFromTheOptionsPage(t *testing.T) {
 	waitLong(t, opts, `document.getElementById('py-output').dataset.status`)
 	status := eval[string](t, opts, `document.getElementById('py-output').dataset.status`)
 	out := eval[string](t, opts, `document.getElementById('py-output').textContent`)
-	// Bound to no page: the page call is refused by the host.
-	if status != "ok" || !strings.Contains(out, "hello from the options page") || !strings.Contains(out, "page: no_browser") {
+	// Bound to no tab: the page call is refused ("this run has no tab to act on").
+	if status != "ok" || !strings.Contains(out, "hello from the options page") || !strings.Contains(out, "page: bad_request") {
 		t.Fatalf("%s:\n%s", status, out)
 	}
 }

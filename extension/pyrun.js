@@ -46,7 +46,7 @@ function openSandbox() {
 }
 
 // runPython runs agentId on the tab (tabId may be undefined: an unbound
-// run, whose page calls fail with no_browser). onOutput gets text as it
+// run, whose page calls are refused: no tab). onOutput gets text as it
 // comes; onDenial each refused call. It resolves to {status, output, code,
 // error, timings}.
 export async function runPython({ agentId, input, tabId, onOutput = () => {}, onDenial = () => {} }) {

@@ -69,6 +69,7 @@ export async function runPython({ agentId, input, tabId, onOutput = () => {}, on
       case 'ready':
         timings.loadMs = Math.round(performance.now() - t0);
         timings.pyodideLoadMs = msg.loadMs;
+        timings.memoryBytes = msg.memory;
         phase = 'ready';
         start();
         break;

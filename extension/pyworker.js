@@ -44,7 +44,12 @@ function memoryBytes() {
 }
 
 // call sends one restricted_api call to the page, which asks the host.
+// A run already over maxMemory makes no more calls: it ends here.
 function call(name, paramsJSON) {
+  if (maxMemory && memoryBytes() > maxMemory) {
+    post({ type: 'done', status: 'memory_limit', error: `Python uses ${memoryBytes()} bytes; maxMemory is ${maxMemory}` });
+    return new Promise(() => {});
+  }
   const id = nextId++;
   return new Promise((resolve) => {
     pending.set(id, resolve);

@@ -253,3 +253,13 @@ func TestAgentCallPromptsLikeAModule(t *testing.T) {
 		t.Errorf("prompts = %v", prompts)
 	}
 }
+
+func TestAgentCallIsBoundToTheHostThatOpenedTheRun(t *testing.T) {
+	h1 := newHarness(t, true)
+	runID, _ := openPythonRun(h1, "bound", []string{"page.read"})
+	h2 := newHarness(t, true)
+	h2.mustOK("install-agent", map[string]any{"profile": pyProfile("bound", []string{"page.read"}), "module": pySource}, nil)
+	r := h2.call("agent-call", map[string]any{"runId": runID, "agentId": "bound", "operation": "getPageText"})
+	h2.wantCode(r, mediator.CodeUnknownRun)
+	h2.wantCode(h2.call("python-run-end", map[string]any{"runId": runID, "agentId": "bound"}), mediator.CodeUnknownRun)
+}

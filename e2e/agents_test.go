@@ -25,7 +25,7 @@ const testPage = `<!doctype html><html><head><title>E2E page</title></head>
 // openTestPage serves the test page on loopback, opens it in a tab, clicks
 // the extension's action on it (the activeTab grant a run needs) and
 // returns the tab's context and id.
-func openTestPage(t *testing.T, ext context.Context) (context.Context, int) {
+func openTestPage(t testing.TB, ext context.Context) (context.Context, int) {
 	t.Helper()
 	web := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -37,7 +37,7 @@ func openTestPage(t *testing.T, ext context.Context) (context.Context, int) {
 
 // runInPopup runs an agent from the popup, opened as a page for the tab,
 // and returns once the run is over: its status and output.
-func runInPopup(t *testing.T, tabID int, agent, input string, answer func()) (status, output string) {
+func runInPopup(t testing.TB, tabID int, agent, input string, answer func()) (status, output string) {
 	t.Helper()
 	popup := page(t, extURL(fmt.Sprintf("popup.html?tab=%d", tabID)))
 	waitFor(t, popup, fmt.Sprintf(`document.querySelector('#agent option[value=%q]')`, agent))
@@ -236,7 +236,7 @@ func matches(got, want map[string]string) bool {
 
 // injectMediator injects the page mediator into the tab as a run's binding
 // does, and returns the document id and origin it reports.
-func injectMediator(t *testing.T, ext context.Context, tabID int) (documentID, origin string) {
+func injectMediator(t testing.TB, ext context.Context, tabID int) (documentID, origin string) {
 	t.Helper()
 	var res []struct {
 		DocumentID string `json:"documentId"`
@@ -251,7 +251,7 @@ func injectMediator(t *testing.T, ext context.Context, tabID int) (documentID, o
 
 // sendToPage sends a page call to the mediator in one document, as the
 // service worker does, and returns its answer.
-func sendToPage(t *testing.T, ext context.Context, tabID int, documentID string, msg map[string]any) reply {
+func sendToPage(t testing.TB, ext context.Context, tabID int, documentID string, msg map[string]any) reply {
 	t.Helper()
 	b, _ := json.Marshal(msg)
 	var r reply
@@ -301,7 +301,7 @@ func TestContentScriptRefusesWritesTheProfileForbids(t *testing.T) {
 
 // waitForDenial waits until the host's denial log has a denial of agent
 // whose JSON contains want.
-func waitForDenial(t *testing.T, ext context.Context, agent, want string) {
+func waitForDenial(t testing.TB, ext context.Context, agent, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	var last string

@@ -19,7 +19,7 @@ type counter struct {
 	hits atomic.Int64
 }
 
-func serve(t *testing.T, h http.HandlerFunc) *counter {
+func serve(t testing.TB, h http.HandlerFunc) *counter {
 	c := &counter{}
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.hits.Add(1)
@@ -41,7 +41,7 @@ func fetcherProfile(id string, hosts ...string) map[string]any {
 
 // fetchInOptions uses the options page's "try a fetch as an agent" form,
 // as a person would, and returns the result element's state.
-func fetchInOptions(t *testing.T, agent, url string) (done, length, text string) {
+func fetchInOptions(t testing.TB, agent, url string) (done, length, text string) {
 	t.Helper()
 	opts := page(t, extURL("options.html"))
 	waitFor(t, opts, fmt.Sprintf(`document.querySelector('#fetch-agent option[value=%q]')`, agent))

@@ -83,6 +83,12 @@ func setup(m *testing.M) (int, error) {
 			return 1, err
 		}
 	}
+	// The Python examples are bundled as source, stored by its hash.
+	for _, name := range []string{"py-word-count", "py-summarise-copy", "py-fetch-json", "py-outside-host"} {
+		if modules[name], err = os.ReadFile(filepath.Join(ext, "agents", name+".py")); err != nil {
+			return 1, err
+		}
+	}
 	dataDir = filepath.Join(work, "data")
 	profile := filepath.Join(work, "chromium-profile")
 	install := exec.Command(nmhostBin, "install", "--extension-id", ExtensionID, "--browser", "chromium", "--user-data-dir", profile)
@@ -154,7 +160,7 @@ func waitForExtension(ctx context.Context) error {
 // page opens url in a new tab; the tab closes with the test. Tabs are
 // created with their URL: navigating an existing tab to an extension page
 // swaps its renderer, which leaves the automation attached to the old one.
-func page(t *testing.T, url string) context.Context {
+func page(t testing.TB, url string) context.Context {
 	t.Helper()
 	res, err := chromedp.CallBrowser(browser, target.CreateTarget, target.CreateTargetParams{URL: url})
 	if err != nil {
@@ -205,7 +211,7 @@ func page(t *testing.T, url string) context.Context {
 // Headless Chromium opens the action's popup as a window of its own, where
 // "the current tab" is not the page; the tests run agents from the same
 // popup page opened with ?tab=ID (runInPopup), and close these popups.
-func grantActiveTab(t *testing.T, ext context.Context, url string) int {
+func grantActiveTab(t testing.TB, ext context.Context, url string) int {
 	t.Helper()
 	var tabTarget target.ID
 	deadline := time.Now().Add(20 * time.Second)
@@ -235,7 +241,7 @@ func grantActiveTab(t *testing.T, ext context.Context, url string) int {
 
 // closeActionPopups closes the popups that clicking the action opened (the
 // tests' own popup pages carry ?tab=).
-func closeActionPopups(t *testing.T) {
+func closeActionPopups(t testing.TB) {
 	targets, err := chromedp.Targets(browser)
 	if err != nil {
 		t.Log(err)
@@ -263,7 +269,7 @@ func argsText(args []*runtime.RemoteObject) string {
 func extURL(path string) string { return "chrome-extension://" + ExtensionID + "/" + path }
 
 // eval evaluates a JavaScript expression, awaiting a promise, in ctx's tab.
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+func eval[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
@@ -282,20 +288,20 @@ func evalErr[T any](ctx context.Context, expr string) (T, error) {
 // waitFor polls a JavaScript condition in ctx's tab until it is true.
 // DOM helpers of chromedp need the frame tree of a tab it created; these
 // tabs are attached by id, so plain JavaScript does the querying.
-func waitFor(t *testing.T, ctx context.Context, cond string) {
+func waitFor(t testing.TB, ctx context.Context, cond string) {
 	t.Helper()
 	eval[bool](t, ctx, fmt.Sprintf(`new Promise(r => { const w = () => (%s) ? r(true) : setTimeout(w, 50); w() })`, cond))
 }
 
 // click clicks the element with the id.
-func click(t *testing.T, ctx context.Context, id string) {
+func click(t testing.TB, ctx context.Context, id string) {
 	t.Helper()
 	waitFor(t, ctx, fmt.Sprintf("document.getElementById(%q)", id))
 	eval[bool](t, ctx, fmt.Sprintf("(document.getElementById(%q).click(), true)", id))
 }
 
 // screenshot saves the tab as artifacts/name.png.
-func screenshot(t *testing.T, ctx context.Context, name string) {
+func screenshot(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
 	// A capture waits for a composited frame, which a window headless
 	// Chromium does not draw may never produce: bound it.
@@ -319,7 +325,7 @@ type reply struct {
 
 // hostCall sends a request to the host the way the extension's pages do:
 // through the service worker, which owns the native port.
-func hostCall(t *testing.T, extPage context.Context, typ string, params map[string]any) reply {
+func hostCall(t testing.TB, extPage context.Context, typ string, params map[string]any) reply {
 	t.Helper()
 	req := map[string]any{"type": typ}
 	for k, v := range params {
@@ -329,7 +335,7 @@ func hostCall(t *testing.T, extPage context.Context, typ string, params map[stri
 	return eval[reply](t, extPage, fmt.Sprintf("chrome.runtime.sendMessage(%s)", b))
 }
 
-func installAgent(t *testing.T, extPage context.Context, profile map[string]any, module []byte) {
+func installAgent(t testing.TB, extPage context.Context, profile map[string]any, module []byte) {
 	t.Helper()
 	params := map[string]any{"profile": profile}
 	if module != nil {
@@ -346,13 +352,13 @@ var answered = map[target.ID]bool{}
 
 // answerPrompt waits for a new prompt window of the extension, takes a
 // screenshot of it, and clicks answer.
-func answerPrompt(t *testing.T, answer string) {
+func answerPrompt(t testing.TB, answer string) {
 	t.Helper()
 	clickPrompt(t, nextPrompt(t), answer)
 }
 
 // nextPrompt waits for a prompt window not handled yet and marks it handled.
-func nextPrompt(t *testing.T) *target.Info {
+func nextPrompt(t testing.TB) *target.Info {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -378,7 +384,7 @@ func isPrompt(tg *target.Info) bool {
 	return tg.Type == "page" && strings.HasPrefix(tg.URL, extURL("prompt.html")) && !strings.Contains(tg.URL, "id="+screenshotCopy)
 }
 
-func clickPrompt(t *testing.T, tg *target.Info, answer string) {
+func clickPrompt(t testing.TB, tg *target.Info, answer string) {
 	t.Helper()
 	// The extension closes the window itself once answered.
 	ctx, cancel := chromedp.NewContext(browser, chromedp.WithTargetID(tg.TargetID), chromedp.WithDetachOnCancel())
@@ -401,7 +407,7 @@ const promptShown = "(document.getElementById('agent').textContent || document.q
 // does not composite a chrome.windows.create popup, so capturing the window
 // itself hangs; the same URL in a tab renders the same page (with a prompt
 // id nothing waits on, so its buttons do nothing).
-func screenshotPrompt(t *testing.T, promptURL string) {
+func screenshotPrompt(t testing.TB, promptURL string) {
 	t.Helper()
 	u, err := url.Parse(promptURL)
 	if err != nil {
@@ -418,7 +424,7 @@ func screenshotPrompt(t *testing.T, promptURL string) {
 }
 
 // noPromptWithin fails when a prompt window shows up in d.
-func noPromptWithin(t *testing.T, d time.Duration) {
+func noPromptWithin(t testing.TB, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {

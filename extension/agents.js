@@ -19,6 +19,13 @@ export async function installBundledAgents() {
   }
   for (const a of index.agents || []) {
     const profile = await (await fetch(chrome.runtime.getURL(`agents/${a.profile}`))).json();
+    if (a.runtime === 'python') {
+      // A Python agent's module is its source, sent as text.
+      const source = await (await fetch(chrome.runtime.getURL(`agents/${a.module}`))).text();
+      const r = await native.request('install-agent', { profile, module: source });
+      if (!r.success) console.warn(`agentgate: ${profile.agentId}: ${r.code}: ${r.error}`);
+      continue;
+    }
     const module = new Uint8Array(await (await fetch(chrome.runtime.getURL(`agents/${a.module}`))).arrayBuffer());
     const r = await native.request('install-agent', { profile, module: toBase64(module) });
     if (!r.success) console.warn(`agentgate: ${profile.agentId}: ${r.code}: ${r.error}`);

@@ -3,6 +3,7 @@
 // the audit trail's checkpoint is the service worker's (audit.js), which
 // checks it again each time this page opens.
 import { host, el } from './host.js';
+import { runPython } from './pyrun.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -14,6 +15,10 @@ async function loadAgents() {
   const r = await host('list-agents');
   if (!r.success) throw new Error(`${r.code}: ${r.error}`);
   const agents = r.data.agents || [];
+  const py = agents.filter((a) => a.profile.runtime === 'python' && a.moduleSha256);
+  const chosen = $('py-agent').value;
+  $('py-agent').replaceChildren(...py.map((a) => el('option', a.profile.agentId, { value: a.profile.agentId })));
+  if (py.some((a) => a.profile.agentId === chosen)) $('py-agent').value = chosen;
   fill($('agents').tBodies[0], agents.map((a) => {
     const p = a.profile;
     const grants = el('td');
@@ -136,6 +141,17 @@ $('fetch-go').addEventListener('click', async () => {
   }
   out.dataset.done = r.success ? 'ok' : r.code;
   out.dataset.length = r.success ? String(r.data.body.length) : '0';
+  loadDenials();
+});
+$('py-run').addEventListener('click', async () => {
+  const out = $('py-output');
+  out.textContent = 'loading Python...';
+  delete out.dataset.status;
+  let first = true;
+  const r = await runPython({ agentId: $('py-agent').value, input: $('py-input').value,
+    onOutput: (text) => { if (first) { out.textContent = ''; first = false; } out.textContent += text; } });
+  out.textContent = r.output + (r.code ? `\n[${r.code}] ${r.error || ''}` : '');
+  out.dataset.status = r.status;
   loadDenials();
 });
 refresh();

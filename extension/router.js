@@ -10,6 +10,8 @@ import { checkAudit, restartAudit } from './audit.js';
 const PAGE_REQUESTS = new Set([
   'hello', 'list-agents', 'getAgentInfo', 'install-agent', 'uninstall-agent', 'grant', 'revoke',
   'network-fetch', 'run-agent', 'run-workflow', 'list-denials', 'list-preferences', 'revoke-preference', 'list-audit',
+  // Python agents: the page that holds the sandbox relays its calls.
+  'python-run', 'agent-call', 'python-run-end', 'log-denial',
 ]);
 
 // What a page's request becomes before it goes to the host. A run is bound
@@ -18,6 +20,7 @@ const PAGE_REQUESTS = new Set([
 // no page can point a run at a document it was not started on.
 const prepare = {
   'run-agent': async ({ tabId, context, origin, ...params }) => ({ ...params, ...(await bindTab(tabId)) }),
+  'python-run': async ({ tabId, context, origin, ...params }) => ({ ...params, ...(await bindTab(tabId)) }),
 };
 
 const pageHandlers = {

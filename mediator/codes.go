@@ -76,6 +76,11 @@ const (
 	CodeCallLimit        Code = "call_limit"         // too many restricted API calls in one run
 	CodeExitNonZero      Code = "exit_nonzero"       // the guest exited with a non-zero status
 
+	// Python agents (run in the extension's sandbox, decided here).
+	CodeWrongRuntime     Code = "wrong_runtime"     // run-agent of a Python agent, python-run of a WebAssembly one
+	CodeUnknownRun       Code = "unknown_run"       // no Python run with that id for that agent in this host (never started, ended, or expired)
+	CodeUnknownOperation Code = "unknown_operation" // agent-call names no restricted_api function
+
 	// Workflows.
 	CodeInvalidWorkflow  Code = "invalid_workflow"  // the graph is malformed: a cycle, an unknown dependency, a repeated id, a bad expression
 	CodeNotPure          Code = "not_pure"          // a task declared pure imports or does something with a side effect

@@ -77,7 +77,20 @@ type Profile struct {
 	PermissionSource string `json:"permissionSource,omitempty"`
 	// PermissionConfidence is an inferred set's confidence, 0 to 1.
 	PermissionConfidence float64 `json:"permissionConfidence,omitempty"`
+	// Runtime is what the agent's code is: "" or "wasm" (a WebAssembly
+	// module, run by the host) or "python" (UTF-8 Python source, run by
+	// the extension's sandbox, every call still decided by the host).
+	Runtime string `json:"runtime,omitempty"`
 }
+
+// The runtimes a profile may name.
+const (
+	RuntimeWasm   = "wasm"
+	RuntimePython = "python"
+)
+
+// IsPython reports whether the agent's code is Python source.
+func (p Profile) IsPython() bool { return p.Runtime == RuntimePython }
 
 // Permissions is the profile's permission request.
 type Permissions struct {
@@ -150,6 +163,11 @@ func (p *Profile) Normalize() error {
 		if len([]rune(f.v)) > maxDescriptionRunes || strings.ContainsFunc(f.v, isControl) {
 			return Errorf(CodeInvalidProfile, "%s is longer than %d characters or holds control characters", f.name, maxDescriptionRunes)
 		}
+	}
+	switch p.Runtime {
+	case "", RuntimeWasm, RuntimePython:
+	default:
+		return Errorf(CodeInvalidProfile, "runtime %q must be wasm or python", Truncate(p.Runtime, 32))
 	}
 	if p.ModuleSHA256 != "" && !IsHexSHA256(p.ModuleSHA256) {
 		return Errorf(CodeInvalidProfile, "moduleSha256 must be 64 lowercase hex digits")

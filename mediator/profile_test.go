@@ -141,6 +141,21 @@ func TestParseProfile(t *testing.T) {
 		{"exactly 10000 hosts", `{"agentId":"a","capabilities":{"allowedHosts":` + hostsJSON(MaxAllowedHosts) + `}}`, nil},
 		{"trailing whitespace", "{\"agentId\":\"a\"}\n\t \n", nil},
 		{"all permissions", `{"agentId":"a","permissions":{"required":["console.log","page.read","page.write","clipboard.read","clipboard.write","network.fetch","notifications"]}}`, nil},
+		{"python runtime", `{"agentId":"a","runtime":"python"}`, func(t *testing.T, p Profile) {
+			if !p.IsPython() || p.Runtime != RuntimePython {
+				t.Errorf("runtime = %q, IsPython = %v", p.Runtime, p.IsPython())
+			}
+		}},
+		{"wasm runtime named", `{"agentId":"a","runtime":"wasm"}`, func(t *testing.T, p Profile) {
+			if p.IsPython() {
+				t.Error("a wasm profile reads as python")
+			}
+		}},
+		{"no runtime is wasm", `{"agentId":"a"}`, func(t *testing.T, p Profile) {
+			if p.IsPython() || p.Runtime != "" {
+				t.Errorf("runtime = %q", p.Runtime)
+			}
+		}},
 	}
 	for _, c := range good {
 		t.Run("good/"+c.name, func(t *testing.T) {
@@ -191,6 +206,10 @@ func TestParseProfile(t *testing.T) {
 		{"control char in name", `{"agentId":"a","name":"x\u0007y"}`, CodeInvalidProfile},
 		{"deeply nested", `{"agentId":"a","name":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, CodeInvalidProfile},
 		{"bad moduleSha256", `{"agentId":"a","moduleSha256":"abc"}`, CodeInvalidProfile},
+		{"runtime Python (case)", `{"agentId":"a","runtime":"Python"}`, CodeInvalidProfile},
+		{"runtime javascript", `{"agentId":"a","runtime":"javascript"}`, CodeInvalidProfile},
+		{"runtime not a string", `{"agentId":"a","runtime":1}`, CodeInvalidProfile},
+		{"runtime twice", `{"agentId":"a","runtime":"wasm","runtime":"python"}`, CodeInvalidProfile},
 	}
 	for _, c := range bad {
 		t.Run("hostile/"+c.name, func(t *testing.T) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project, in phases, each with a header: modules,
 # static checks (go mod tidy, vet for Linux, Windows and macOS, gofmt,
-# staticcheck pinned in go.mod), Chromium, the example agents, then the
+# staticcheck pinned in go.mod), Chromium, the example agents, Pyodide, then the
 # whole Go suite with the race detector (fuzz seed corpora run as ordinary
 # tests). Everything it needs is installed here, so it works on a fresh
 # machine. It ends with one verdict line.
@@ -67,6 +67,11 @@ chromium --version
 
 current="example agents"; phase "$current"
 ./scripts/build-agents.sh
+
+# Python agents run on Pyodide inside the extension; the e2e tests load
+# the vendored copy (pinned version, checked against scripts/pyodide.sha256).
+current="Pyodide"; phase "$current"
+./scripts/fetch-pyodide.sh
 
 current="tests"; phase "$current"
 go test -race -count=1 -timeout 30m ./...

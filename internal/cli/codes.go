@@ -23,6 +23,7 @@ var knownCodes = []mediator.Code{
 	mediator.CodeConfirmRequired, mediator.CodePageChanged,
 	mediator.CodeInvalidModule, mediator.CodeModuleLimits, mediator.CodeImportNotGranted, mediator.CodeTrap, mediator.CodeMemoryLimit,
 	mediator.CodeCallLimit, mediator.CodeExitNonZero,
+	mediator.CodeWrongRuntime, mediator.CodeUnknownRun, mediator.CodeUnknownOperation,
 	mediator.CodeInvalidWorkflow, mediator.CodeNotPure, mediator.CodeDependencyFailed,
 	mediator.CodePathNotAllowed, mediator.CodeQuotaExceeded, mediator.CodeNotFound, mediator.CodeShellNotAllowed,
 	mediator.CodeUnknownSession, mediator.CodeInvalidLevel, mediator.CodeSessionLevel, mediator.CodeUnauthorized,

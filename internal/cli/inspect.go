@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/pyagent"
 	"github.com/agentgate/nmhost/wasmhost"
 )
 
@@ -35,6 +37,9 @@ func runInspect(env Env) error {
 	module, err := os.ReadFile(args[0])
 	if err != nil {
 		return err
+	}
+	if strings.HasSuffix(args[0], ".py") {
+		return inspectPython(env, args[0], module, jsonOutput)
 	}
 	in, err := wasmhost.Inspect(module)
 	if err != nil {
@@ -68,6 +73,51 @@ func runInspect(env Env) error {
 			perm = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(im.Module+"."+im.Name), im.Kind, perm, im.Use)
+	}
+	return tw.Flush()
+}
+
+// pythonReport is `nmhost inspect --json AGENT.py`.
+type pythonReport struct {
+	Source  string `json:"source"`
+	Runtime string `json:"runtime"`
+	pyagent.Inspection
+	Threshold float64            `json:"threshold"`
+	Used      mediator.SetChoice `json:"used"`
+}
+
+// inspectPython reports the restricted_api names a Python agent's source
+// uses and the set they infer, with a confidence below a module's: Python
+// can reach a name the text does not spell.
+func inspectPython(env Env, path string, src []byte, jsonOutput bool) error {
+	in, err := pyagent.Inspect(src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	rep := pythonReport{Source: path, Runtime: mediator.RuntimePython, Inspection: in, Threshold: mediator.PermissionConfidenceThreshold,
+		Used: mediator.DeterminePermissionSet(mediator.Profile{}, in.SetInference)}
+	if jsonOutput {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(env.Stdout, "%s: Python agent, permission set %s, confidence %s\n", path, in.Set, strconv.FormatFloat(in.Confidence, 'f', 2, 64))
+	if rep.Used.Fallback {
+		fmt.Fprintf(env.Stdout, "runs under: %s (%s)\n", rep.Used.Set, rep.Used.Warning)
+	} else {
+		fmt.Fprintf(env.Stdout, "runs under: %s\n", rep.Used.Set)
+	}
+	for _, r := range in.Reasons {
+		fmt.Fprintf(env.Stdout, "  - %s\n", r)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RESTRICTED_API\tPERMISSION\tLINE")
+	for _, u := range in.Uses {
+		perm := string(u.Permission)
+		if perm == "" {
+			perm = "- (no such function)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\n", cell(u.Name), perm, u.Line)
 	}
 	return tw.Flush()
 }

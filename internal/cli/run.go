@@ -46,6 +46,9 @@ func runAgent(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
+	if prof.IsPython() {
+		return pythonRunsInTheBrowser(prof, profilePath, modulePath)
+	}
 	module, err := readModule(modulePath)
 	if err != nil {
 		return err
@@ -197,4 +200,16 @@ func shortHash(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// pythonRunsInTheBrowser is what `nmhost run` says of a Python agent:
+// Pyodide lives in the extension, so that is where the agent runs, and
+// this is how to get it there and run it.
+func pythonRunsInTheBrowser(prof mediator.Profile, profilePath, sourcePath string) error {
+	return fmt.Errorf(`%s is a Python agent (runtime "python"): Python agents run in the browser, in the extension's sandbox where Pyodide lives, not in nmhost run. `+
+		`To run it: install it with its source (the install-agent message, "module" = the text of %s; the extension installs the bundled ones from examples/agents/python itself), `+
+		`then open the extension's options page (right-click the agentgate icon, Options), find %s under "Python agents" and click Run, `+
+		`or click the agentgate icon on the page it should read, pick %s and click Run. `+
+		`nmhost inspect %s shows the permission set it needs; every call it makes is decided by this host as for a WebAssembly agent`,
+		prof.AgentID, sourcePath, prof.AgentID, prof.AgentID, sourcePath)
 }

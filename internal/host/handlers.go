@@ -13,6 +13,7 @@ import (
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
+	"github.com/agentgate/nmhost/pyagent"
 )
 
 // MaxModuleBytes bounds an agent module carried by install-agent.
@@ -46,7 +47,7 @@ func (p agentParams) check() error { return mediator.ValidAgentID(p.AgentID) }
 func handleInstallAgent(ctx context.Context, s *server, req *request) (any, error) {
 	var p struct {
 		Profile json.RawMessage `json:"profile"`
-		Module  string          `json:"module"` // base64, optional
+		Module  string          `json:"module"` // base64, optional; a Python agent's source as text
 	}
 	if err := req.decode(&p); err != nil {
 		return nil, err
@@ -59,7 +60,11 @@ func handleInstallAgent(ctx context.Context, s *server, req *request) (any, erro
 		return nil, err
 	}
 	var mod []byte
-	if p.Module != "" {
+	switch {
+	case prof.IsPython() && p.Module != "":
+		// A Python agent's module is its source, as text.
+		mod = []byte(p.Module)
+	case p.Module != "":
 		if base64.StdEncoding.DecodedLen(len(p.Module)) > MaxModuleBytes {
 			return nil, mediator.Errorf(mediator.CodeTooLarge, "module is larger than %d bytes", MaxModuleBytes)
 		}
@@ -89,7 +94,11 @@ func InstallAgent(ctx context.Context, st *store.Store, prof mediator.Profile, m
 		if len(module) > MaxModuleBytes {
 			return mediator.AgentRecord{}, mediator.Errorf(mediator.CodeTooLarge, "module is larger than %d bytes", MaxModuleBytes)
 		}
-		if !bytes.HasPrefix(module, wasmMagic) {
+		if prof.IsPython() {
+			if err := pyagent.ValidSource(module); err != nil {
+				return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
+			}
+		} else if !bytes.HasPrefix(module, wasmMagic) {
 			return mediator.AgentRecord{}, mediator.Errorf(mediator.CodeBadRequest, "module is not a WebAssembly binary (version 1)")
 		}
 	}

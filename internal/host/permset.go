@@ -4,11 +4,13 @@ import (
 	"slices"
 
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/pyagent"
 	"github.com/agentgate/nmhost/wasmhost"
 )
 
 // withPermissionSet gives a profile that names no permission set the one
-// its module needs (wasmhost.Inspect), or, installed without a module, the
+// its module needs (wasmhost.Inspect; for a Python agent, what its
+// source uses, pyagent.Inspect), or, installed without a module, the
 // smallest set that covers the permissions it asks for; either is stored
 // as inferred, with its confidence. Then the set that will actually be
 // used (an unsure inference falls back to minimal) must cover every
@@ -21,7 +23,13 @@ func withPermissionSet(prof mediator.Profile, module []byte) (mediator.Profile, 
 			Set:        mediator.SmallestSet(slices.Concat(prof.Permissions.Required, prof.Permissions.Optional)),
 			Confidence: 1,
 		}
-		if module != nil {
+		if module != nil && prof.IsPython() {
+			in, err := pyagent.Inspect(module)
+			if err != nil {
+				return prof, err
+			}
+			inf = in.SetInference
+		} else if module != nil {
 			in, err := wasmhost.Inspect(module)
 			if err != nil {
 				return prof, err

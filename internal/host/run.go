@@ -104,6 +104,9 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 			return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
 		}
 	}
+	if rec.Profile.IsPython() {
+		return nil, mediator.Errorf(mediator.CodeWrongRuntime, "agent %q is a Python agent: it runs in the extension's sandbox (python-run), where Pyodide is", p.AgentID)
+	}
 	sessionID, level, err := RunSession(ctx, s.opts.Store, p.SessionID, p.SessionLevel)
 	if err != nil {
 		return nil, err

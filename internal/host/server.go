@@ -94,6 +94,9 @@ var handlers = map[string]handlerFunc{
 	"run-workflow":      handleRunWorkflow,
 	"audit-checkpoint":  handleAuditCheckpoint,
 	"audit-consistency": handleAuditConsistency,
+	"python-run":        handlePythonRun,
+	"agent-call":        handleAgentCall,
+	"python-run-end":    handlePythonRunEnd,
 }
 
 type server struct {

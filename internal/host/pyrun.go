@@ -1,0 +1,298 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/netproxy/agentfetch"
+	"github.com/agentgate/nmhost/pyagent"
+)
+
+// A Python agent runs in the extension's sandbox, but nothing there
+// decides anything: python-run opens a run here (the agent, the document
+// it is bound to, its session level, a deadline), each restricted_api call
+// comes back as one agent-call that this host decides with the same
+// Authorizer, prompts, audit records and denial log as a module's import,
+// and python-run-end closes it. The run id is the only handle, 128 random
+// bits the sandbox never sees.
+
+// pythonRunSlack is how long past executionTimeout a run's calls are still
+// taken: the extension's own timer ends the worker at executionTimeout,
+// and its last call may be in flight.
+const pythonRunSlack = 5 * time.Second
+
+// maxPythonRuns bounds the runs open at once in one host; each run is a
+// sandbox the user started, so this is far more than a browser makes.
+const maxPythonRuns = 64
+
+// pythonRun is one open run of a Python agent.
+type pythonRun struct {
+	owner    *server // the host process the run was opened in
+	agentID  string
+	level    string
+	origin   string
+	context  json.RawMessage // echoed in the run's browser-calls
+	deadline time.Time
+	calls    int
+}
+
+// pythonRuns holds the open runs of every host in this process, keyed by
+// run id; a run answers only its own host.
+var pythonRuns = struct {
+	sync.Mutex
+	m map[string]*pythonRun
+}{m: map[string]*pythonRun{}}
+
+// maxPythonCalls bounds one run's calls, like the module runtime's limit.
+const maxPythonCalls = 10000
+
+func newRunID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// handlePythonRun opens a run: the same checks as run-agent (origin,
+// context, level), then the agent must be a Python agent with its source.
+// The reply has what the sandbox needs: the source, the restricted_api
+// names present (the granted ones), the input and the limits.
+func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) {
+	var p runParams
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	if len(p.Context) > 0 && (p.Context[0] != '{' || len(p.Context) > 4096) {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "context must be a JSON object of at most 4 KiB")
+	}
+	if err := validOrigin(p.Origin); err != nil {
+		return nil, err
+	}
+	bound, err := bindContext(p.Context, p.Origin)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := mediator.ParseLevel(p.SessionLevel); err != nil {
+		return nil, err
+	}
+	rec, source, err := s.opts.Store.AgentModule(ctx, p.AgentID)
+	if err != nil {
+		return nil, fmt.Errorf("agent[%s] python-run: %w", p.AgentID, err)
+	}
+	if !rec.Profile.IsPython() {
+		return nil, mediator.Errorf(mediator.CodeWrongRuntime, "agent %q is a WebAssembly agent: run it with run-agent", p.AgentID)
+	}
+	var granted []mediator.Permission
+	for _, g := range rec.Grants {
+		granted = append(granted, g.Permission)
+	}
+	caps := rec.Profile.Capabilities
+	run := &pythonRun{owner: s, agentID: p.AgentID, level: p.SessionLevel, origin: p.Origin, context: bound,
+		deadline: time.Now().Add(caps.Timeout() + pythonRunSlack)}
+	id := newRunID()
+	pythonRuns.Lock()
+	now := time.Now()
+	for k, r := range pythonRuns.m {
+		if now.After(r.deadline) {
+			delete(pythonRuns.m, k)
+		}
+	}
+	if len(pythonRuns.m) >= maxPythonRuns {
+		pythonRuns.Unlock()
+		return nil, mediator.Errorf(mediator.CodeTooLarge, "%d Python runs are open already", maxPythonRuns)
+	}
+	pythonRuns.m[id] = run
+	pythonRuns.Unlock()
+	api := pyagent.Present(granted)
+	if api == nil {
+		api = []string{}
+	}
+	// The functions left out, with the permission each needs: touching one
+	// is an AttributeError, reported as import_not_granted like a module's
+	// import of it.
+	absent := map[string]mediator.Permission{}
+	for _, f := range pyagent.Functions {
+		if !slices.Contains(api, f.Name) {
+			absent[f.Name] = f.Permission
+		}
+	}
+	return map[string]any{
+		"runId": id, "agentId": p.AgentID, "source": string(source), "moduleSha256": rec.ModuleSHA256,
+		"api": api, "absent": absent, "input": p.Input, "executionTimeout": caps.ExecutionTimeout, "maxMemory": caps.MaxMemory,
+	}, nil
+}
+
+// lookupRun finds an open run of agentID in host s. Anything else (an
+// unknown id, another agent's run, another host's, an expired or ended
+// one) is the same unknown_run, so a guess learns nothing.
+func lookupRun(s *server, runID, agentID string) (*pythonRun, error) {
+	pythonRuns.Lock()
+	defer pythonRuns.Unlock()
+	r, ok := pythonRuns.m[runID]
+	if ok && time.Now().After(r.deadline) {
+		delete(pythonRuns.m, runID)
+		ok = false
+	}
+	if !ok || r.owner != s || r.agentID != agentID {
+		return nil, mediator.Errorf(mediator.CodeUnknownRun, "no open Python run %q of agent %q", clip(runID), clip(agentID))
+	}
+	if r.calls++; r.calls > maxPythonCalls {
+		return nil, mediator.Errorf(mediator.CodeCallLimit, "the run made more than %d calls", maxPythonCalls)
+	}
+	return r, nil
+}
+
+// callParams are the arguments of every restricted_api function; each
+// call reads the ones it takes.
+type callParams struct {
+	Text     string `json:"text"`
+	Selector string `json:"selector"`
+	Limit    int    `json:"limit"`
+	Title    string `json:"title"`
+	Message  string `json:"message"`
+	URL      string `json:"url"`
+	Options  struct {
+		Method       string         `json:"method"`
+		Headers      boundedHeaders `json:"headers"`
+		Body         string         `json:"body"`
+		BodyEncoding string         `json:"bodyEncoding"`
+	} `json:"options"`
+}
+
+// handleAgentCall decides and performs one restricted_api call of an open
+// Python run, exactly as the module runtime does for an import
+// (wasmhost/calls.go): the operation, its target, the Authorizer, then
+// the browser-call bound to the run's document or the mediated fetch.
+func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) {
+	var p struct {
+		RunID     string          `json:"runId"`
+		AgentID   string          `json:"agentId"`
+		Operation string          `json:"operation"`
+		Params    json.RawMessage `json:"params"`
+	}
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	run, err := lookupRun(s, p.RunID, p.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	fn, ok := pyagent.Lookup(p.Operation)
+	if !ok {
+		return nil, mediator.Errorf(mediator.CodeUnknownOperation, "restricted_api has no function %q", clip(p.Operation))
+	}
+	var a callParams
+	if len(p.Params) > 0 {
+		if err := mediator.DecodeExact(p.Params, &a); err != nil {
+			return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "params do not fit " + fn.Name, Err: err}
+		}
+	}
+	if fn.Operation == mediator.OpNetworkFetch {
+		return run.fetch(ctx, s, a)
+	}
+	op := mediator.Operation{Name: fn.Operation}
+	var browserParams map[string]any
+	switch fn.Operation {
+	case mediator.OpLog:
+		op.TextLength = len(a.Text)
+	case mediator.OpPageQuerySelector:
+		op.Selector, op.Origin = a.Selector, run.origin
+		browserParams = map[string]any{"selector": a.Selector}
+	case mediator.OpPageQuerySelectorAll:
+		if a.Limit <= 0 || a.Limit > 1000 {
+			a.Limit = 1000
+		}
+		op.Selector, op.Origin = a.Selector, run.origin
+		browserParams = map[string]any{"selector": a.Selector, "limit": a.Limit}
+	case mediator.OpPageGetPageText:
+		op.Origin = run.origin
+		browserParams = map[string]any{}
+	case mediator.OpPageSetElementText:
+		op.Selector, op.TextLength, op.Origin = a.Selector, len(a.Text), run.origin
+		browserParams = map[string]any{"selector": a.Selector, "text": a.Text}
+	case mediator.OpClipboardRead:
+		browserParams = map[string]any{}
+	case mediator.OpClipboardWrite:
+		op.TextLength = len(a.Text)
+		browserParams = map[string]any{"text": a.Text}
+	case mediator.OpNotificationsShow:
+		op.TextLength = len(a.Title) + len(a.Message)
+		browserParams = map[string]any{"title": a.Title, "message": a.Message}
+	}
+	op.AgentID, op.SessionLevel, op.Permission = run.agentID, run.level, fn.Permission
+	done, err := s.opts.Authorizer.Authorize(ctx, op)
+	if err != nil {
+		return nil, err // the Authorizer recorded the denial
+	}
+	if browserParams == nil { // log: the text goes to the run's output in the extension
+		done(nil)
+		return map[string]any{}, nil
+	}
+	b := &Browser{peer: &s.peer, agentID: run.agentID, context: run.context, timeout: DefaultBrowserTimeout}
+	out, err := b.Call(ctx, op.Name, browserParams)
+	done(err)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fetch takes the network-fetch path: grant, ACL, private addresses, the
+// policy and every redirect hop, with the run's session level.
+func (r *pythonRun) fetch(ctx context.Context, s *server, a callParams) (any, error) {
+	body := []byte(a.Options.Body)
+	switch a.Options.BodyEncoding {
+	case "", "text":
+	case "base64":
+		var err error
+		if body, err = base64.StdEncoding.DecodeString(a.Options.Body); err != nil {
+			return nil, mediator.Errorf(mediator.CodeBadRequest, "options.body is not valid base64")
+		}
+	default:
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "options.bodyEncoding must be text or base64")
+	}
+	resp, err := s.fetch.Fetch(ctx, agentfetch.Request{AgentID: r.agentID, SessionLevel: r.level, Request: netproxy.Request{
+		URL: a.URL, Method: a.Options.Method, Headers: a.Options.Headers, Body: body,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	res, err := agentfetch.NewResult(resp)
+	if err != nil {
+		resp.Release()
+	}
+	return res, err
+}
+
+// handlePythonRunEnd closes a run: later calls with its id are unknown_run.
+func handlePythonRunEnd(_ context.Context, s *server, req *request) (any, error) {
+	var p struct {
+		RunID   string `json:"runId"`
+		AgentID string `json:"agentId"`
+		Status  string `json:"status"`
+	}
+	if err := req.decode(&p); err != nil {
+		return nil, err
+	}
+	pythonRuns.Lock()
+	r, ok := pythonRuns.m[p.RunID]
+	if ok && r.owner == s && r.agentID == p.AgentID {
+		delete(pythonRuns.m, p.RunID)
+	} else {
+		ok = false
+	}
+	pythonRuns.Unlock()
+	if !ok {
+		return nil, mediator.Errorf(mediator.CodeUnknownRun, "no open Python run %q of agent %q", clip(p.RunID), clip(p.AgentID))
+	}
+	s.log.Info("python run ended", "agent", p.AgentID, "status", clip(p.Status), "calls", r.calls)
+	return map[string]any{"runId": p.RunID, "ended": true, "calls": r.calls}, nil
+}

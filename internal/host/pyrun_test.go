@@ -1,0 +1,265 @@
+package host
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentgate/nmhost/internal/testwasm"
+	"github.com/agentgate/nmhost/mediator"
+)
+
+const pySource = "text = await restricted_api.getPageText()\nrestricted_api.log(text)\nr = await restricted_api.fetch(URL)\n"
+
+func pyProfile(id string, perms []string, hosts ...string) map[string]any {
+	return map[string]any{
+		"agentId": id, "runtime": "python",
+		"permissions":  map[string]any{"required": perms},
+		"capabilities": map[string]any{"networkAccess": len(hosts) > 0, "allowedHosts": hosts, "domAccess": "read-only", "executionTimeout": 20000},
+	}
+}
+
+// openPythonRun installs a Python agent and opens a run bound to a tab.
+func openPythonRun(h *harness, id string, perms []string, hosts ...string) (runID string, api []string) {
+	h.t.Helper()
+	h.mustOK("install-agent", map[string]any{"profile": pyProfile(id, perms, hosts...), "module": pySource}, nil)
+	var out struct {
+		RunID  string   `json:"runId"`
+		API    []string `json:"api"`
+		Source string   `json:"source"`
+	}
+	h.mustOK("python-run", map[string]any{"agentId": id, "origin": "http://page.test", "context": map[string]any{"tabId": 7, "origin": "http://evil.test"}}, &out)
+	if out.Source != pySource || len(out.RunID) != 32 {
+		h.t.Fatalf("python-run = %+v", out)
+	}
+	return out.RunID, out.API
+}
+
+func TestInstallPythonAgent(t *testing.T) {
+	h := newHarness(t, true)
+	cases := []struct {
+		name   string
+		perms  []string
+		module string
+		code   mediator.Code
+		set    mediator.PermissionSet
+		conf   float64
+	}{
+		{"plain source", []string{"page.read", "console.log"}, "t = await restricted_api.getPageText()\nrestricted_api.log(t)\n", "", mediator.SetReadonly, 0.8},
+		{"dynamic source falls back to minimal", []string{"page.read"}, "f = getattr(restricted_api, 'getPageText')\n", mediator.CodePermissionOutsideSet, "", 0},
+		{"dynamic log-only source installs", []string{"console.log"}, "eval('1')\nrestricted_api.log('x')\n", "", mediator.SetMinimal, 0.5},
+		{"wasm module under runtime python", []string{}, "\x00asm\x01\x00\x00\x00", mediator.CodeBadRequest, "", 0},
+		{"NUL", []string{}, "print(1)\x00", mediator.CodeBadRequest, "", 0},
+		{"too large", []string{}, strings.Repeat("#", 1<<20+1), mediator.CodeTooLarge, "", 0},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			id := "py" + string(rune('a'+i))
+			r := h.call("install-agent", map[string]any{"profile": pyProfile(id, c.perms), "module": c.module})
+			if c.code != "" {
+				if r.Success || r.Code != string(c.code) {
+					t.Errorf("install = %v %q %q, want %q", r.Success, r.Code, r.Error, c.code)
+				}
+				return
+			}
+			var rec mediator.AgentRecord
+			if err := r.Decode(&rec); err != nil {
+				t.Fatal(err)
+			}
+			if !rec.Profile.IsPython() || rec.Profile.PermissionSet != c.set || rec.Profile.PermissionConfidence != c.conf || rec.Profile.PermissionSource != mediator.SetSourceInferred {
+				t.Errorf("profile = %+v", rec.Profile)
+			}
+			// The source is stored by its hash and comes back unchanged.
+			var got struct{ Source string }
+			h.mustOK("python-run", map[string]any{"agentId": id}, &got)
+			if got.Source != c.module {
+				t.Errorf("source = %q", got.Source)
+			}
+		})
+	}
+	t.Run("base64 of source is source text, not decoded", func(t *testing.T) {
+		enc := base64.StdEncoding.EncodeToString([]byte("restricted_api.log('x')"))
+		var rec mediator.AgentRecord
+		h.mustOK("install-agent", map[string]any{"profile": pyProfile("pyb64", []string{"console.log"}), "module": enc}, &rec)
+		var got struct{ Source string }
+		h.mustOK("python-run", map[string]any{"agentId": "pyb64"}, &got)
+		if got.Source != enc {
+			t.Errorf("source = %q", got.Source)
+		}
+	})
+}
+
+func TestPythonAndWasmRunOnlyInTheirRuntime(t *testing.T) {
+	h := newHarness(t, true)
+	h.install("wasm-agent", []string{"console.log"}, false)
+	h.wantCode(h.call("python-run", map[string]any{"agentId": "wasm-agent"}), mediator.CodeBadRequest) // installed without a module
+	module, err := testwasm.Probe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mustOK("install-agent", map[string]any{"profile": map[string]any{"agentId": "wasm-agent", "permissions": map[string]any{"required": []string{"console.log"}}},
+		"module": base64.StdEncoding.EncodeToString(module)}, nil)
+	h.wantCode(h.call("python-run", map[string]any{"agentId": "wasm-agent"}), mediator.CodeWrongRuntime)
+	h.mustOK("install-agent", map[string]any{"profile": pyProfile("py", []string{"console.log"}), "module": "restricted_api.log(1)"}, nil)
+	h.wantCode(h.call("run-agent", map[string]any{"agentId": "py"}), mediator.CodeWrongRuntime)
+	h.wantCode(h.call("python-run", map[string]any{"agentId": "nobody"}), mediator.CodeUnknownAgent)
+	h.wantCode(h.call("python-run", map[string]any{"agentId": "py", "origin": "null"}), mediator.CodeBadRequest)
+	h.wantCode(h.call("python-run", map[string]any{"agentId": "py", "sessionLevel": "root"}), mediator.CodeInvalidLevel)
+}
+
+func TestAgentCallIsDecidedByTheHost(t *testing.T) {
+	var pageCalls []string
+	var mu sync.Mutex
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) }))
+	defer web.Close()
+	canary := newCanary(t)
+
+	h := newHarness(t, true)
+	h.client.SetHostHandler(func(typ string, msg json.RawMessage) map[string]any {
+		var m struct {
+			Call    string
+			Context struct {
+				TabID  int
+				Origin string
+			}
+		}
+		json.Unmarshal(msg, &m)
+		mu.Lock()
+		pageCalls = append(pageCalls, typ+" "+m.Call+" "+m.Context.Origin)
+		mu.Unlock()
+		if typ == "prompt" {
+			return map[string]any{"answer": "deny"}
+		}
+		return map[string]any{"success": true, "data": map[string]any{"text": "Page words here"}}
+	})
+	runID, api := openPythonRun(h, "pyagent", []string{"page.read", "console.log", "network.fetch"}, hostPort(web.URL))
+	if strings.Join(api, ",") != "log,querySelector,querySelectorAll,getPageText,fetch" {
+		t.Errorf("api = %v", api)
+	}
+	call := func(runID, agent, op string, params map[string]any) (map[string]any, string) {
+		r := h.call("agent-call", map[string]any{"runId": runID, "agentId": agent, "operation": op, "params": params})
+		if !r.Success {
+			return nil, r.Code
+		}
+		var out map[string]any
+		r.Decode(&out)
+		return out, ""
+	}
+
+	t.Run("page read goes to the run's document", func(t *testing.T) {
+		out, code := call(runID, "pyagent", "getPageText", nil)
+		if code != "" || out["text"] != "Page words here" {
+			t.Fatalf("getPageText = %v %s", out, code)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// The origin is the run's, not the one the extension's context held.
+		if last := pageCalls[len(pageCalls)-1]; last != "browser-call page.read.getPageText http://page.test" {
+			t.Errorf("browser-call = %q", last)
+		}
+	})
+	t.Run("log is allowed and audited", func(t *testing.T) {
+		if _, code := call(runID, "pyagent", "log", map[string]any{"text": "hi"}); code != "" {
+			t.Fatalf("log = %s", code)
+		}
+	})
+	t.Run("fetch an allowed host", func(t *testing.T) {
+		out, code := call(runID, "pyagent", "fetch", map[string]any{"url": web.URL + "/x.json"})
+		if code != "" || out["body"] != `{"ok":true}` {
+			t.Fatalf("fetch = %v %s", out, code)
+		}
+	})
+
+	hostile := []struct {
+		name  string
+		runID string
+		agent string
+		op    string
+		args  map[string]any
+		code  mediator.Code
+	}{
+		{"fetch a host outside allowedHosts", runID, "pyagent", "fetch", map[string]any{"url": canary.URL}, mediator.CodeHostNotAllowed},
+		{"ungranted function", runID, "pyagent", "writeToClipboard", map[string]any{"text": "x"}, mediator.CodePermissionNotGranted},
+		{"ungranted page write", runID, "pyagent", "setElementText", map[string]any{"selector": "h1", "text": "x"}, mediator.CodePermissionNotGranted},
+		{"unknown operation", runID, "pyagent", "spawn", nil, mediator.CodeUnknownOperation},
+		{"operation by its mediator name", runID, "pyagent", "page.read.getPageText", nil, mediator.CodeUnknownOperation},
+		{"case variant", runID, "pyagent", "GetPageText", nil, mediator.CodeUnknownOperation},
+		{"unknown run", strings.Repeat("0", 32), "pyagent", "getPageText", nil, mediator.CodeUnknownRun},
+		{"empty run id", "", "pyagent", "getPageText", nil, mediator.CodeUnknownRun},
+		{"another agent's run", runID, "other", "getPageText", nil, mediator.CodeUnknownRun},
+		{"unknown param", runID, "pyagent", "log", map[string]any{"text": "x", "shell": "rm"}, mediator.CodeBadRequest},
+	}
+	for _, c := range hostile {
+		t.Run("hostile/"+c.name, func(t *testing.T) {
+			if out, code := call(c.runID, c.agent, c.op, c.args); code != string(c.code) {
+				t.Errorf("code = %q (%v), want %q", code, out, c.code)
+			}
+		})
+	}
+	if canary.hits.Load() != 0 {
+		t.Errorf("canary was hit %d times", canary.hits.Load())
+	}
+
+	t.Run("denials are logged like a module's", func(t *testing.T) {
+		var page struct{ Denials []mediator.Denial }
+		h.mustOK("list-denials", map[string]any{"agentId": "pyagent"}, &page)
+		codes := map[mediator.Code]bool{}
+		for _, d := range page.Denials {
+			codes[d.Code] = true
+		}
+		if !codes[mediator.CodeHostNotAllowed] || !codes[mediator.CodePermissionNotGranted] {
+			t.Errorf("denials = %+v", page.Denials)
+		}
+	})
+	t.Run("a run ends once; its id is then unknown", func(t *testing.T) {
+		for i, c := range []struct {
+			agent string
+			code  string
+		}{{"other", "unknown_run"}, {"pyagent", ""}, {"pyagent", "unknown_run"}} {
+			if r := h.call("python-run-end", map[string]any{"runId": runID, "agentId": c.agent, "status": "ok"}); r.Code != c.code {
+				t.Errorf("end #%d by %s = %q, want %q", i, c.agent, r.Code, c.code)
+			}
+		}
+		if _, code := call(runID, "pyagent", "getPageText", nil); code != string(mediator.CodeUnknownRun) {
+			t.Errorf("call after the end = %q", code)
+		}
+	})
+}
+
+func TestAgentCallPromptsLikeAModule(t *testing.T) {
+	h := newHarness(t, true)
+	var prompts []string
+	h.client.SetHostHandler(func(typ string, msg json.RawMessage) map[string]any {
+		var m struct {
+			Operation string
+			Target    struct{ TextLength int }
+		}
+		json.Unmarshal(msg, &m)
+		if typ == "prompt" {
+			prompts = append(prompts, m.Operation)
+			return map[string]any{"answer": "deny"}
+		}
+		return map[string]any{"success": true}
+	})
+	runID, _ := openPythonRun(h, "clip", []string{"clipboard.write"})
+	r := h.call("agent-call", map[string]any{"runId": runID, "agentId": "clip", "operation": "writeToClipboard", "params": map[string]any{"text": "abc"}})
+	h.wantCode(r, mediator.CodeUserDenied)
+	if len(prompts) != 1 || prompts[0] != mediator.OpClipboardWrite {
+		t.Errorf("prompts = %v", prompts)
+	}
+}
+
+func TestAgentCallIsBoundToTheHostThatOpenedTheRun(t *testing.T) {
+	h1 := newHarness(t, true)
+	runID, _ := openPythonRun(h1, "bound", []string{"page.read"})
+	h2 := newHarness(t, true)
+	h2.mustOK("install-agent", map[string]any{"profile": pyProfile("bound", []string{"page.read"}), "module": pySource}, nil)
+	r := h2.call("agent-call", map[string]any{"runId": runID, "agentId": "bound", "operation": "getPageText"})
+	h2.wantCode(r, mediator.CodeUnknownRun)
+	h2.wantCode(h2.call("python-run-end", map[string]any{"runId": runID, "agentId": "bound"}), mediator.CodeUnknownRun)
+}

@@ -58,6 +58,11 @@ func setup(m *testing.M) (int, error) {
 		return 1, err
 	}
 	fmt.Fprintf(os.Stderr, "e2e: screenshots go to %s\n", artifacts)
+	// Pyodide is vendored by a script, not committed: without it every
+	// Python test would fail with a module that cannot load.
+	if _, err := os.Stat(filepath.Join("..", "extension", "pyodide", "pyodide.mjs")); err != nil {
+		return 1, fmt.Errorf("extension/pyodide is missing: run scripts/fetch-pyodide.sh (scripts/test.sh does)")
+	}
 
 	nmhostBin = filepath.Join(work, "nmhost")
 	if out, err := exec.Command("go", "build", "-o", nmhostBin, "../cmd/nmhost").CombinedOutput(); err != nil {

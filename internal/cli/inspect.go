@@ -56,15 +56,7 @@ func runInspect(env Env) error {
 	if in.Pure {
 		kind = "pure"
 	}
-	fmt.Fprintf(env.Stdout, "%s: %s, permission set %s, confidence %s\n", args[0], kind, in.Set, strconv.FormatFloat(in.Confidence, 'f', 2, 64))
-	if rep.Used.Fallback {
-		fmt.Fprintf(env.Stdout, "runs under: %s (%s)\n", rep.Used.Set, rep.Used.Warning)
-	} else {
-		fmt.Fprintf(env.Stdout, "runs under: %s\n", rep.Used.Set)
-	}
-	for _, r := range in.Reasons {
-		fmt.Fprintf(env.Stdout, "  - %s\n", r)
-	}
+	printInference(env, args[0]+": "+kind, in.SetInference, rep.Used)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "IMPORT\tKIND\tPERMISSION\tUSE")
 	for _, im := range in.Imports {
@@ -101,15 +93,7 @@ func inspectPython(env Env, path string, src []byte, jsonOutput bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(env.Stdout, "%s: Python agent, permission set %s, confidence %s\n", path, in.Set, strconv.FormatFloat(in.Confidence, 'f', 2, 64))
-	if rep.Used.Fallback {
-		fmt.Fprintf(env.Stdout, "runs under: %s (%s)\n", rep.Used.Set, rep.Used.Warning)
-	} else {
-		fmt.Fprintf(env.Stdout, "runs under: %s\n", rep.Used.Set)
-	}
-	for _, r := range in.Reasons {
-		fmt.Fprintf(env.Stdout, "  - %s\n", r)
-	}
+	printInference(env, path+": Python agent", in.SetInference, rep.Used)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RESTRICTED_API\tPERMISSION\tLINE")
 	for _, u := range in.Uses {
@@ -120,4 +104,18 @@ func inspectPython(env Env, path string, src []byte, jsonOutput bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\n", cell(u.Name), perm, u.Line)
 	}
 	return tw.Flush()
+}
+
+// printInference is the head of both reports: what was read, the set and
+// its confidence, the set a run would use, and the reasons.
+func printInference(env Env, what string, in mediator.SetInference, used mediator.SetChoice) {
+	fmt.Fprintf(env.Stdout, "%s, permission set %s, confidence %s\n", what, in.Set, strconv.FormatFloat(in.Confidence, 'f', 2, 64))
+	if used.Fallback {
+		fmt.Fprintf(env.Stdout, "runs under: %s (%s)\n", used.Set, used.Warning)
+	} else {
+		fmt.Fprintf(env.Stdout, "runs under: %s\n", used.Set)
+	}
+	for _, r := range in.Reasons {
+		fmt.Fprintf(env.Stdout, "  - %s\n", r)
+	}
 }

@@ -66,21 +66,8 @@ func newRunID() string {
 // The reply has what the sandbox needs: the source, the restricted_api
 // names present (the granted ones), the input and the limits.
 func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) {
-	var p runParams
-	if err := req.decode(&p); err != nil {
-		return nil, err
-	}
-	if len(p.Context) > 0 && (p.Context[0] != '{' || len(p.Context) > 4096) {
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "context must be a JSON object of at most 4 KiB")
-	}
-	if err := validOrigin(p.Origin); err != nil {
-		return nil, err
-	}
-	bound, err := bindContext(p.Context, p.Origin)
+	p, bound, err := decodeRun(req)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := mediator.ParseLevel(p.SessionLevel); err != nil {
 		return nil, err
 	}
 	rec, source, err := s.opts.Store.AgentModule(ctx, p.AgentID)

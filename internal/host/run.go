@@ -78,21 +78,8 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	if s.opts.Runtime == nil {
 		return nil, mediator.Errorf(mediator.CodeInternal, "this host has no WebAssembly runtime")
 	}
-	var p runParams
-	if err := req.decode(&p); err != nil {
-		return nil, err
-	}
-	if len(p.Context) > 0 && (p.Context[0] != '{' || len(p.Context) > 4096) {
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "context must be a JSON object of at most 4 KiB")
-	}
-	if err := validOrigin(p.Origin); err != nil {
-		return nil, err
-	}
-	bound, err := bindContext(p.Context, p.Origin)
+	p, bound, err := decodeRun(req)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := mediator.ParseLevel(p.SessionLevel); err != nil {
 		return nil, err
 	}
 	// A module the runtime has compiled is not read (and hashed) from the
@@ -176,4 +163,29 @@ func RunSession(ctx context.Context, st *store.Store, id, asked string) (string,
 type runResult struct {
 	wasmhost.Result
 	SessionID string `json:"sessionId"`
+}
+
+// decodeRun reads a run's parameters, exactly, and checks what both
+// run-agent and python-run take: the context (an object of at most 4 KiB),
+// the origin, the level. It returns the context the run's browser-calls
+// carry, bound to the origin.
+func decodeRun(req *request) (runParams, json.RawMessage, error) {
+	var p runParams
+	if err := req.decode(&p); err != nil {
+		return p, nil, err
+	}
+	if len(p.Context) > 0 && (p.Context[0] != '{' || len(p.Context) > 4096) {
+		return p, nil, mediator.Errorf(mediator.CodeBadRequest, "context must be a JSON object of at most 4 KiB")
+	}
+	if err := validOrigin(p.Origin); err != nil {
+		return p, nil, err
+	}
+	bound, err := bindContext(p.Context, p.Origin)
+	if err != nil {
+		return p, nil, err
+	}
+	if _, err := mediator.ParseLevel(p.SessionLevel); err != nil {
+		return p, nil, err
+	}
+	return p, bound, nil
 }

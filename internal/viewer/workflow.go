@@ -50,14 +50,7 @@ func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
 		}
 	}
 	h := &flows.Host{Store: s.cfg.Store, Policy: policy, Runtime: s.cfg.Runtime, Fetch: s.cfg.Fetch, SessionLevel: level,
-		LogDenial: func(ctx context.Context, d mediator.Denial) {
-			if d.Context.Layer == "" {
-				d.Context.Layer = "gateway"
-			}
-			if _, err := s.cfg.Store.LogDenial(context.WithoutCancel(ctx), d); err != nil {
-				s.log.Error("recording a denial failed", "agent", d.AgentID, "err", err)
-			}
-		}}
+		LogDenial: s.gatewayDenials(msg.SessionID)}
 	settings := workflow.DefaultSettings()
 	if s.cfg.Workflow != nil {
 		settings = *s.cfg.Workflow

@@ -141,7 +141,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		switch msg.Type {
-		case "run":
+		case "run", "run-workflow":
 			select {
 			case runs <- struct{}{}:
 			default:
@@ -149,25 +149,15 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 					Error: fmt.Sprintf("at most %d runs at once per connection", maxRunsPerClient)})
 				continue
 			}
-			s.runsWG.Add(1)
-			go func() {
-				defer s.runsWG.Done()
-				defer func() { <-runs }()
-				s.run(ctx, c, msg)
-			}()
-		case "run-workflow":
-			select {
-			case runs <- struct{}{}:
-			default:
-				c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeTooLarge,
-					Error: fmt.Sprintf("at most %d runs at once per connection", maxRunsPerClient)})
-				continue
+			run := s.run
+			if msg.Type == "run-workflow" {
+				run = s.runWorkflow
 			}
 			s.runsWG.Add(1)
 			go func() {
 				defer s.runsWG.Done()
 				defer func() { <-runs }()
-				s.runWorkflow(ctx, c, msg)
+				run(ctx, c, msg)
 			}()
 		case "ping":
 			c.sendJSON(map[string]string{"type": "pong"})
@@ -233,18 +223,7 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 		fail(fmt.Errorf("agent[%s] session[%s]: %w", msg.AgentID, msg.SessionID, err))
 		return
 	}
-	logDenial := func(ctx context.Context, d mediator.Denial) {
-		if d.Context.Layer == "" {
-			d.Context.Layer = "gateway"
-		}
-		if d.Context.Details == nil {
-			d.Context.Details = map[string]string{}
-		}
-		d.Context.Details["session"] = msg.SessionID
-		if _, err := s.cfg.Store.LogDenial(context.WithoutCancel(ctx), d); err != nil {
-			s.log.Error("recording a denial failed", "agent", d.AgentID, "err", err)
-		}
-	}
+	logDenial := s.gatewayDenials(msg.SessionID)
 	ev := func(e runEvent) runEvent {
 		e.RunID, e.SessionID, e.AgentID = msg.RunID, msg.SessionID, msg.AgentID
 		return e
@@ -285,4 +264,22 @@ func (s *Server) runLevel(ctx context.Context, msg wsMessage) (string, error) {
 		return "", err
 	}
 	return mediator.RunLevel(msg.SessionID, set.PermissionLevel, msg.PermissionLevel)
+}
+
+// gatewayDenials records the denials the runtime decides itself in a run
+// of session: layer "gateway" unless it names one, and the session in the
+// details.
+func (s *Server) gatewayDenials(session string) func(ctx context.Context, d mediator.Denial) {
+	return func(ctx context.Context, d mediator.Denial) {
+		if d.Context.Layer == "" {
+			d.Context.Layer = "gateway"
+		}
+		if d.Context.Details == nil {
+			d.Context.Details = map[string]string{}
+		}
+		d.Context.Details["session"] = session
+		if _, err := s.cfg.Store.LogDenial(context.WithoutCancel(ctx), d); err != nil {
+			s.log.Error("recording a denial failed", "agent", d.AgentID, "err", err)
+		}
+	}
 }

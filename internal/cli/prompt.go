@@ -79,6 +79,12 @@ func (p *cliPrompter) Prompt(ctx context.Context, req mediator.PromptRequest) (m
 		fmt.Fprintf(p.out, "  text length: %d bytes\n", op.TextLength)
 	}
 	fmt.Fprintf(p.out, "Allow? [o]nce, [a]lways, [d]eny (default), always [b]lock: ")
+	return p.readAnswer(ctx)
+}
+
+// readAnswer reads one answer line from the terminal; anything it does
+// not know is deny, and no answer before ctx ends is a timeout.
+func (p *cliPrompter) readAnswer(ctx context.Context) (mediator.Answer, error) {
 	line := make(chan string, 1)
 	go func() {
 		s, _ := p.in.ReadString('\n')

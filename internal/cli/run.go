@@ -84,25 +84,11 @@ func runAgent(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := datadir.LoadConfig(st.Dir())
+	m, err := newMediation(st, prompter)
 	if err != nil {
 		return err
 	}
-	fetcher, err := newFetcher(cfg)
-	if err != nil {
-		return err
-	}
-	policy := mediator.NewPolicy(st, mediator.PolicyOptions{Prompter: prompter})
-	logDenial := func(ctx context.Context, d mediator.Denial) {
-		if d.Context.Layer == "" {
-			d.Context.Layer = "cli"
-		}
-		_, _ = st.LogDenial(context.WithoutCancel(ctx), d)
-	}
-	fetch, err := agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: policy, LogDenial: logDenial})
-	if err != nil {
-		return err
-	}
+	policy, logDenial, fetch := m.policy, m.logDenial, m.fetch
 	session, level, err = host.RunSession(ctx, st, session, level)
 	if err != nil {
 		return err
@@ -212,4 +198,34 @@ func pythonRunsInTheBrowser(prof mediator.Profile, profilePath, sourcePath strin
 		`or click the agentgate icon on the page it should read, pick %s and click Run. `+
 		`nmhost inspect %s shows the permission set it needs; every call it makes is decided by this host as for a WebAssembly agent`,
 		prof.AgentID, sourcePath, prof.AgentID, prof.AgentID, sourcePath)
+}
+
+// mediation is what the commands that run agents without a browser share:
+// the policy asking on the terminal, the denial log (layer "cli") and the
+// mediated fetch configured from the data dir.
+type mediation struct {
+	cfg       datadir.Config
+	policy    *mediator.Policy
+	logDenial func(ctx context.Context, d mediator.Denial)
+	fetch     *agentfetch.Service
+}
+
+func newMediation(st *store.Store, prompter mediator.Prompter) (*mediation, error) {
+	cfg, err := datadir.LoadConfig(st.Dir())
+	if err != nil {
+		return nil, err
+	}
+	fetcher, err := newFetcher(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &mediation{cfg: cfg, policy: mediator.NewPolicy(st, mediator.PolicyOptions{Prompter: prompter})}
+	m.logDenial = func(ctx context.Context, d mediator.Denial) {
+		if d.Context.Layer == "" {
+			d.Context.Layer = "cli"
+		}
+		_, _ = st.LogDenial(context.WithoutCancel(ctx), d)
+	}
+	m.fetch, err = agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: m.policy, LogDenial: m.logDenial})
+	return m, err
 }

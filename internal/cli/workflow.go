@@ -9,10 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/flows"
 	"github.com/agentgate/nmhost/mediator"
-	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 	"github.com/agentgate/nmhost/workflow"
 )
@@ -54,29 +52,15 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 		return err
 	}
 	defer st.Close()
-	cfg, err := datadir.LoadConfig(st.Dir())
-	if err != nil {
-		return err
-	}
-	fetcher, err := newFetcher(cfg)
-	if err != nil {
-		return err
-	}
 	prompter, err := newCLIPrompter(env.Stdin, env.Stderr, nil)
 	if err != nil {
 		return err
 	}
-	policy := mediator.NewPolicy(st, mediator.PolicyOptions{Prompter: prompter})
-	logDenial := func(ctx context.Context, d mediator.Denial) {
-		if d.Context.Layer == "" {
-			d.Context.Layer = "cli"
-		}
-		_, _ = st.LogDenial(context.WithoutCancel(ctx), d)
-	}
-	fetch, err := agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: policy, LogDenial: logDenial})
+	m, err := newMediation(st, prompter)
 	if err != nil {
 		return err
 	}
+	policy, logDenial, fetch, cfg := m.policy, m.logDenial, m.fetch, m.cfg
 	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(st.Dir(), "wasm-cache")})
 	if err != nil {
 		return err
@@ -136,18 +120,9 @@ func (l *layerCLIPrompter) PromptLayer(ctx context.Context, lp mediator.LayerPro
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.out, "Allow this layer once? [o]nce, [d]eny (default): ")
-	line := make(chan string, 1)
-	go func() {
-		s, _ := p.in.ReadString('\n')
-		line <- s
-	}()
-	select {
-	case s := <-line:
-		if a := terminalAnswers[strings.ToLower(strings.TrimSpace(s))]; a == mediator.AnswerAllowOnce {
-			return a, nil
-		}
-		return mediator.AnswerDeny, nil
-	case <-ctx.Done():
-		return "", mediator.Errorf(mediator.CodeTimeout, "nobody answered on the terminal")
+	a, err := p.readAnswer(ctx)
+	if err != nil || a != mediator.AnswerAllowOnce {
+		return mediator.AnswerDeny, err
 	}
+	return a, nil
 }

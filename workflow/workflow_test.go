@@ -311,7 +311,10 @@ func TestExpressionBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Tasks[0].Code != mediator.CodeTrap || !strings.Contains(sum.Tasks[0].Error, "cost") || sum.Tasks[1].Status != "ok" {
+	// Whichever bound comes first (the cost limit, or the time limit on a
+	// slow machine) ends it; both are traps of that step alone.
+	bounded := strings.Contains(sum.Tasks[0].Error, "cost") || strings.Contains(sum.Tasks[0].Error, "deadline exceeded")
+	if sum.Tasks[0].Code != mediator.CodeTrap || !bounded || sum.Tasks[1].Status != "ok" {
 		t.Fatalf("%+v", sum.Tasks)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
@@ -24,9 +25,11 @@ func TestRunsWorkInTheirSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, true)
+	// A Go module's first compile counts against executionTimeout, and
+	// under the race detector on a busy machine it takes many seconds.
 	h.mustOK("install-agent", map[string]any{"profile": map[string]any{
 		"agentId": "files", "permissionSet": "filesystem", "permissions": map[string]any{"required": []string{}},
-		"capabilities": map[string]any{"maxMemory": 33554432, "executionTimeout": 20000},
+		"capabilities": map[string]any{"maxMemory": 33554432, "executionTimeout": 300000},
 	}, "module": base64.StdEncoding.EncodeToString(module)}, nil)
 	ctx := context.Background()
 	for _, id := range []string{"s1", "s2"} {
@@ -37,7 +40,12 @@ func TestRunsWorkInTheirSession(t *testing.T) {
 	run := func(params map[string]any) (out, session string, r map[string]any) {
 		t.Helper()
 		params["agentId"] = "files"
-		rep := h.call("run-agent", params)
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		rep, err := h.client.Call(cctx, "run-agent", params)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !rep.Success {
 			return "", "", map[string]any{"code": string(rep.Code), "error": rep.Error}
 		}

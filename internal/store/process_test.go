@@ -45,7 +45,12 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Fprintf(os.Stderr, "helper %s: "+format+"\n", append([]any{tag}, args...)...)
 		os.Exit(3)
 	}
-	s, err := Open(dir, Options{})
+	// The children hammer one database as fast as they can; under the race
+	// detector on a loaded machine a commit can hold the write lock for
+	// seconds, and SQLite's busy handler is not fair. These tests check
+	// what is acknowledged and what survives, not lock latency, so the
+	// children wait longer than the default 5 s before giving up.
+	s, err := Open(dir, Options{BusyTimeout: 60 * time.Second})
 	if err != nil {
 		fail("open: %v", err)
 	}

@@ -116,7 +116,7 @@ func TestParseProfile(t *testing.T) {
 		in    string
 		check func(t *testing.T, p Profile)
 	}{
-		{"seed shape", `{"agentId":"a","permissions":{"required":["network.fetch"]},"capabilities":{"networkAccess":true,"allowedHosts":["api.example.com"],"maxMemory":1048576,"executionTimeout":5000,"domAccess":"full"}}`,
+		{"documented shape", `{"agentId":"a","permissions":{"required":["network.fetch"]},"capabilities":{"networkAccess":true,"allowedHosts":["api.example.com"],"maxMemory":1048576,"executionTimeout":5000,"domAccess":"full"}}`,
 			func(t *testing.T, p Profile) {
 				if !p.Capabilities.NetworkAccess || p.Capabilities.DOMAccess != DOMFull || p.Capabilities.Timeout().Seconds() != 5 {
 					t.Errorf("capabilities = %+v", p.Capabilities)

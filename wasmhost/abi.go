@@ -64,7 +64,8 @@ var wasiAllowed = map[string]bool{
 // wasiWorkspace are the WASI file functions, linked only when the run's
 // permission set gives the workspace access each needs; they reach the
 // session's workspace, mounted at /workspace through os.Root, and nothing
-// else (there is no other preopened directory).
+// else (there is no other preopened directory). fd_seek and fd_tell link
+// but answer ENOSYS (see workspace.sysFile).
 var wasiWorkspace = map[string]mediator.WorkspaceAccess{
 	"path_open": mediator.WorkspaceRead, "fd_readdir": mediator.WorkspaceRead, "fd_seek": mediator.WorkspaceRead,
 	"fd_tell": mediator.WorkspaceRead, "fd_pread": mediator.WorkspaceRead, "fd_filestat_get": mediator.WorkspaceRead,

@@ -1,7 +1,6 @@
 package wasmhost
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 
@@ -160,15 +159,9 @@ func (ru *run) fetch(mod api.Module, stack []uint64) ([]byte, error) {
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "fetch: the request is not the JSON docs/abi.md describes")
 	}
-	body := []byte(req.Body)
-	switch req.BodyEncoding {
-	case "", "text":
-	case "base64":
-		if body, err = base64.StdEncoding.DecodeString(req.Body); err != nil {
-			return nil, mediator.Errorf(mediator.CodeBadRequest, "fetch: body is not valid base64")
-		}
-	default:
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "fetch: bodyEncoding must be text or base64")
+	body, err := agentfetch.DecodeBody(req.Body, req.BodyEncoding)
+	if err != nil {
+		return nil, err
 	}
 	if ru.spec.Fetch == nil {
 		return nil, mediator.Errorf(mediator.CodeNetworkDisabled, "this run has no network")

@@ -206,14 +206,39 @@ func handleRevoke(ctx context.Context, s *server, req *request) (any, error) {
 }
 
 type fetchParams struct {
-	AgentID string `json:"agentId"`
-	URL     string `json:"url"`
-	Options struct {
-		Method       string         `json:"method"`
-		Headers      boundedHeaders `json:"headers"`
-		Body         string         `json:"body"`
-		BodyEncoding string         `json:"bodyEncoding"` // "text" (default) or "base64"
-	} `json:"options"`
+	AgentID string       `json:"agentId"`
+	URL     string       `json:"url"`
+	Options fetchOptions `json:"options"`
+}
+
+// fetchOptions are a fetch's options as network-fetch and a Python
+// agent's restricted_api.fetch send them.
+type fetchOptions struct {
+	Method       string         `json:"method"`
+	Headers      boundedHeaders `json:"headers"`
+	Body         string         `json:"body"`
+	BodyEncoding string         `json:"bodyEncoding"` // "text" (default) or "base64"
+}
+
+// fetchFor runs one fetch for an agent through the mediated path (grant,
+// ACL, policy, every redirect hop) and returns the reply; the server
+// releases the body's memory once the reply is written.
+func (s *server) fetchFor(ctx context.Context, agentID, level, url string, o fetchOptions) (any, error) {
+	body, err := agentfetch.DecodeBody(o.Body, o.BodyEncoding)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.fetch.Fetch(ctx, agentfetch.Request{AgentID: agentID, SessionLevel: level, Request: netproxy.Request{
+		URL: url, Method: o.Method, Headers: o.Headers, Body: body,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	res, err := agentfetch.NewResult(resp)
+	if err != nil {
+		resp.Release()
+	}
+	return res, err
 }
 
 func handleNetworkFetch(ctx context.Context, s *server, req *request) (any, error) {
@@ -221,30 +246,7 @@ func handleNetworkFetch(ctx context.Context, s *server, req *request) (any, erro
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	var body []byte
-	switch p.Options.BodyEncoding {
-	case "", "text":
-		body = []byte(p.Options.Body)
-	case "base64":
-		var err error
-		if body, err = base64.StdEncoding.DecodeString(p.Options.Body); err != nil {
-			return nil, mediator.Errorf(mediator.CodeBadRequest, "options.body is not valid base64")
-		}
-	default:
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "options.bodyEncoding must be text or base64")
-	}
-	resp, err := s.fetch.Fetch(ctx, agentfetch.Request{AgentID: p.AgentID, Request: netproxy.Request{
-		URL: p.URL, Method: p.Options.Method, Headers: p.Options.Headers, Body: body,
-	}})
-	if err != nil {
-		return nil, err
-	}
-	// The server releases the body's memory once the reply is written.
-	res, err := agentfetch.NewResult(resp)
-	if err != nil {
-		resp.Release()
-	}
-	return res, err
+	return s.fetchFor(ctx, p.AgentID, "", p.URL, p.Options)
 }
 
 func handleListDenials(ctx context.Context, s *server, req *request) (any, error) {

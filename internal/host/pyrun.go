@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"time"
 
 	"github.com/agentgate/nmhost/mediator"
-	"github.com/agentgate/nmhost/netproxy"
-	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/pyagent"
 )
 
@@ -140,18 +137,13 @@ func lookupRun(s *server, runID, agentID string) (*pythonRun, error) {
 // callParams are the arguments of every restricted_api function; each
 // call reads the ones it takes.
 type callParams struct {
-	Text     string `json:"text"`
-	Selector string `json:"selector"`
-	Limit    int    `json:"limit"`
-	Title    string `json:"title"`
-	Message  string `json:"message"`
-	URL      string `json:"url"`
-	Options  struct {
-		Method       string         `json:"method"`
-		Headers      boundedHeaders `json:"headers"`
-		Body         string         `json:"body"`
-		BodyEncoding string         `json:"bodyEncoding"`
-	} `json:"options"`
+	Text     string       `json:"text"`
+	Selector string       `json:"selector"`
+	Limit    int          `json:"limit"`
+	Title    string       `json:"title"`
+	Message  string       `json:"message"`
+	URL      string       `json:"url"`
+	Options  fetchOptions `json:"options"`
 }
 
 // handleAgentCall decides and performs one restricted_api call of an open
@@ -235,28 +227,7 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 // fetch takes the network-fetch path: grant, ACL, private addresses, the
 // policy and every redirect hop, with the run's session level.
 func (r *pythonRun) fetch(ctx context.Context, s *server, a callParams) (any, error) {
-	body := []byte(a.Options.Body)
-	switch a.Options.BodyEncoding {
-	case "", "text":
-	case "base64":
-		var err error
-		if body, err = base64.StdEncoding.DecodeString(a.Options.Body); err != nil {
-			return nil, mediator.Errorf(mediator.CodeBadRequest, "options.body is not valid base64")
-		}
-	default:
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "options.bodyEncoding must be text or base64")
-	}
-	resp, err := s.fetch.Fetch(ctx, agentfetch.Request{AgentID: r.agentID, SessionLevel: r.level, Request: netproxy.Request{
-		URL: a.URL, Method: a.Options.Method, Headers: a.Options.Headers, Body: body,
-	}})
-	if err != nil {
-		return nil, err
-	}
-	res, err := agentfetch.NewResult(resp)
-	if err != nil {
-		resp.Release()
-	}
-	return res, err
+	return s.fetchFor(ctx, r.agentID, r.level, a.URL, a.Options)
 }
 
 // handlePythonRunEnd closes a run: later calls with its id are unknown_run.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
 
@@ -147,4 +148,22 @@ func appendEscaped(dst, b []byte) []byte {
 		start = i + 1
 	}
 	return append(dst, b[start:]...)
+}
+
+// DecodeBody is a request body as an agent or the extension sends it:
+// text as is, or base64 for bytes that are not text. Anything else is
+// bad_request. The module runtime, network-fetch and Python agents'
+// fetches all read bodies through it.
+func DecodeBody(body, encoding string) ([]byte, error) {
+	switch encoding {
+	case "", "text":
+		return []byte(body), nil
+	case "base64":
+		b, err := base64.StdEncoding.DecodeString(body)
+		if err != nil {
+			return nil, mediator.Errorf(mediator.CodeBadRequest, "the fetch body is not valid base64")
+		}
+		return b, nil
+	}
+	return nil, mediator.Errorf(mediator.CodeBadRequest, "bodyEncoding must be text or base64, not %q", mediator.Truncate(encoding, 16))
 }

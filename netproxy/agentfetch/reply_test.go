@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
 
@@ -63,6 +64,27 @@ func TestResultEncodesExactlyAndCompactly(t *testing.T) {
 			}
 			if strings.Count(string(out), `"body"`) != 1 {
 				t.Fatalf("body member not exactly once: %s", out)
+			}
+		})
+	}
+}
+
+func TestDecodeBody(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, enc, want string
+		code                  mediator.Code
+	}{
+		{"text", "héllo", "", "héllo", ""},
+		{"text named", "x", "text", "x", ""},
+		{"base64", "AAEC", "base64", "\x00\x01\x02", ""},
+		{"not base64", "!!!", "base64", "", mediator.CodeBadRequest},
+		{"unknown encoding", "x", "gzip", "", mediator.CodeBadRequest},
+		{"case variant", "x", "Base64", "", mediator.CodeBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := DecodeBody(tc.body, tc.enc)
+			if mediator.CodeOf(err) != tc.code || string(b) != tc.want {
+				t.Fatalf("%q %v; want %q %q", b, err, tc.want, tc.code)
 			}
 		})
 	}

@@ -77,25 +77,6 @@ func TestCheckAuditCheckpointExtends(t *testing.T) {
 // forged; each refusal carries its reason code.
 func TestCheckAuditCheckpointRefusesTampering(t *testing.T) {
 	ctx := context.Background()
-	otherKey := func(t *testing.T, s *Store) []byte {
-		skey, _, err := note.GenerateKey(rand.Reader, AuditKeyName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		signer, err := note.NewSigner(skey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		size, root, err := treeHead(ctx, s.db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cp, err := note.Sign(&note.Note{Text: string(tlog.FormatTree(tlog.Tree{N: size, Hash: root}))}, signer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cp
-	}
 	cases := []struct {
 		name       string
 		tamper     func(t *testing.T, s *Store)
@@ -137,7 +118,7 @@ func TestCheckAuditCheckpointRefusesTampering(t *testing.T) {
 			code: mediator.CodeAuditInconsistent},
 		{name: "the newest record deleted, its leaf left", tamper: execSQL(`DELETE FROM audit WHERE seq = 7`),
 			code: mediator.CodeAuditInconsistent},
-		{name: "signed by another key", checkpoint: func(t *testing.T, s *Store, _ []byte) []byte { return otherKey(t, s) },
+		{name: "signed by another key", checkpoint: func(t *testing.T, s *Store, _ []byte) []byte { return foreignCheckpoint(t, s) },
 			code: mediator.CodeAuditBadSignature},
 		{name: "size altered after signing", checkpoint: func(t *testing.T, s *Store, cp []byte) []byte {
 			return []byte(strings.Replace(string(cp), "\n5\n", "\n3\n", 1))
@@ -261,23 +242,8 @@ func TestCheckpointTime(t *testing.T) {
 // of the first 500,000 (BenchmarkVerifyAudit1M is the full walk).
 func BenchmarkCheckAuditCheckpoint1M(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(b.TempDir(), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	const n = 1_000_000
-	if err := fillBenchLog(ctx, s, 1, n/2); err != nil {
-		b.Fatal(err)
-	}
-	cp, _, _, err := s.AuditCheckpoint(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := fillBenchLog(ctx, s, n/2+1, n); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
+	s, cp := benchLogWithCheckpoint(b)
+	const n = benchLogRecords
 	for b.Loop() {
 		ext, err := s.CheckAuditCheckpoint(ctx, cp)
 		if err != nil || ext.Size != n || ext.OldSize != n/2 {

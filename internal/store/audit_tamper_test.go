@@ -108,25 +108,6 @@ func editHashes(seq int64, edit func(b []byte)) func(t *testing.T, s *Store) {
 // recompute every hash need the checkpoint.
 func TestVerifyAuditAgainstCheckpointCatchesTampering(t *testing.T) {
 	ctx := context.Background()
-	otherKey := func(t *testing.T, s *Store) []byte {
-		skey, _, err := note.GenerateKey(rand.Reader, AuditKeyName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		signer, err := note.NewSigner(skey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		size, root, err := treeHead(ctx, s.db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cp, err := note.Sign(&note.Note{Text: string(tlog.FormatTree(tlog.Tree{N: size, Hash: root}))}, signer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cp
-	}
 	cases := []struct {
 		name   string
 		tamper func(t *testing.T, s *Store)
@@ -182,7 +163,7 @@ func TestVerifyAuditAgainstCheckpointCatchesTampering(t *testing.T) {
 			word: "leaf", badSeq: 5, logAlone: true},
 		{name: "stored hashes removed", tamper: execSQL(`DELETE FROM audit_tree WHERE seq = 6`),
 			word: "no leaf", badSeq: 6, logAlone: true},
-		{name: "checkpoint signed by another key", checkpoint: otherKey, word: "another key"},
+		{name: "checkpoint signed by another key", checkpoint: foreignCheckpoint, word: "another key"},
 		{name: "checkpoint altered", checkpoint: func(t *testing.T, s *Store) []byte {
 			cp, _, _, err := s.AuditCheckpoint(ctx)
 			if err != nil {
@@ -244,4 +225,27 @@ func TestVerifyAuditAgainstCheckpointCatchesTampering(t *testing.T) {
 			}
 		})
 	}
+}
+
+// foreignCheckpoint is the log's present head, signed with a key that is
+// not the data dir's: what a forger without the key can make.
+func foreignCheckpoint(t *testing.T, s *Store) []byte {
+	t.Helper()
+	skey, _, err := note.GenerateKey(rand.Reader, AuditKeyName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, root, err := treeHead(context.Background(), s.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := note.Sign(&note.Note{Text: string(tlog.FormatTree(tlog.Tree{N: size, Hash: root}))}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
 }

@@ -152,23 +152,8 @@ func (l *loopNext) Next() bool { return l.b.Loop() }
 // times verifying the whole log against that checkpoint.
 func BenchmarkVerifyAudit1M(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(b.TempDir(), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	const n = 1_000_000
-	if err := fillBenchLog(ctx, s, 1, n/2); err != nil {
-		b.Fatal(err)
-	}
-	cp, _, _, err := s.AuditCheckpoint(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := fillBenchLog(ctx, s, n/2+1, n); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
+	s, cp := benchLogWithCheckpoint(b)
+	const n = benchLogRecords
 	for b.Loop() {
 		rep, err := s.VerifyAudit(ctx, cp)
 		if err != nil || !rep.OK || rep.Records != n || rep.Checkpoint != n/2 {
@@ -215,4 +200,31 @@ func fillBenchLog(ctx context.Context, s *Store, from, to int64) error {
 		}
 		return nil
 	})
+}
+
+// benchLogRecords is the size of the benchmarks' audit log.
+const benchLogRecords = 1_000_000
+
+// benchLogWithCheckpoint is a valid log of benchLogRecords records (chain
+// and tree) and a checkpoint of its first half, as a kept checkpoint is
+// an older head of the same log.
+func benchLogWithCheckpoint(b *testing.B) (*Store, []byte) {
+	b.Helper()
+	ctx := context.Background()
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if err := fillBenchLog(ctx, s, 1, benchLogRecords/2); err != nil {
+		b.Fatal(err)
+	}
+	cp, _, _, err := s.AuditCheckpoint(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := fillBenchLog(ctx, s, benchLogRecords/2+1, benchLogRecords); err != nil {
+		b.Fatal(err)
+	}
+	return s, cp
 }

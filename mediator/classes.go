@@ -35,6 +35,10 @@ type OperationRule struct {
 	// needs from the agent's permission set, for operations that need no
 	// grant (Permission "").
 	Workspace WorkspaceAccess
+	// MinLevel is the lowest session level that may run the operation
+	// ("" any): the session matrix's memory rows and the shell's
+	// information commands. Below it the decision is session_level.
+	MinLevel string
 	// MCP tool annotations an MCP client would see for this operation.
 	ReadOnly, Destructive, Idempotent, OpenWorld bool
 	Why                                          string // the sentence a prompt shows
@@ -79,6 +83,18 @@ var OperationTable = []OperationRule{
 	// only); each write is still decided and recorded here.
 	{Name: OpWorkspaceWrite, Workspace: WorkspaceReadWrite, Class: AlwaysSafe, StaysLocal: true,
 		Idempotent: true, Why: "writes a file in the session's own workspace"},
+	// The session's memory: searching needs a medium session, writing a
+	// high one (the session matrix, docs/permissions.md).
+	{Name: OpMemorySearch, Permission: PermMemory, Class: AlwaysSafe, StaysLocal: true, MinLevel: LevelMedium,
+		ReadOnly: true, Idempotent: true, Why: "searches the session's memory"},
+	{Name: OpMemoryWrite, Permission: PermMemory, Class: AlwaysSafe, StaysLocal: true, MinLevel: LevelHigh,
+		Why: "adds an entry to the session's memory"},
+}
+
+func init() {
+	// The shell's rows come from its command set, so the two cannot
+	// disagree.
+	OperationTable = append(OperationTable, shellRules()...)
 }
 
 // LocalOnly reports that the operation has no effect outside the host: it

@@ -43,6 +43,11 @@ type Operation struct {
 	Workflow string `json:"workflow,omitempty"`
 	Layer    int    `json:"layer,omitempty"`
 	Task     string `json:"task,omitempty"`
+
+	// Shell is, for a shell command (Name "shell.CMD"), where the command
+	// reaches: the policy applies the session matrix (DecideShell) to it.
+	// It names paths, never what a command writes.
+	Shell *ShellStep `json:"shell,omitempty"`
 }
 
 // Operation names: the restricted API (docs/abi.md) plus the extension's
@@ -58,6 +63,11 @@ const (
 	OpNotificationsShow    = "notifications.showNotification"
 	OpNetworkFetch         = "network.fetch"
 	OpWorkspaceWrite       = "workspace.write"
+	OpMemoryWrite          = "memory.write"
+	OpMemorySearch         = "memory.search"
+	// OpShellPrefix + a command name ("shell.cp") is one command of the
+	// session shell; ShellOp builds it.
+	OpShellPrefix = "shell."
 )
 
 // Authorizer decides an operation before it runs. A nil error allows it:

@@ -194,6 +194,13 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 		return denied(rule.Class, CodeSessionLevel, "level:low",
 			fmt.Sprintf("a low-level session only runs safe operations that stay on this machine; %s %s", op.Name, rule.Why))
 	}
+	if rule.MinLevel != "" && levelRank[level] < levelRank[rule.MinLevel] {
+		return denied(rule.Class, CodeSessionLevel, "level:"+level,
+			fmt.Sprintf("permission denied: %s needs a %s or higher session; this one is %s", op.Name, rule.MinLevel, level))
+	}
+	if d, ok := shellDenial(op, rule, level); !ok {
+		return d
+	}
 	pref, found := f.pref, f.pref.ID != 0
 	by := "preference:" + strconv.FormatInt(pref.ID, 10)
 	switch {
@@ -358,29 +365,64 @@ func codeOrInternal(c Code) Code {
 	return c
 }
 
-// grantDenial checks the grant and the permission set. An operation that
-// needs no grant (a workspace write) needs the set's workspace access
-// instead, which a set must name.
+// grantDenial checks the grant, the permission set, and the workspace
+// access the set gives. An operation that needs no grant (a workspace
+// write) must need workspace access instead, which a set must name: a row
+// with neither is refused, never allowed by default.
 func grantDenial(op Operation, rule OperationRule, f decisionFacts) (PolicyDecision, bool) {
-	if rule.Permission == "" {
-		r, named := SetRule(f.set.Set)
-		if !named || !WorkspaceCovers(r.Workspace, rule.Workspace) {
-			return denied(rule.Class, CodePermissionOutsideSet, "set:"+string(f.set.Set),
-				fmt.Sprintf("%s needs %s access to the workspace; the agent's permission set %s gives %s", op.Name, rule.Workspace, orNone(string(f.set.Set)), orNone(string(r.Workspace)))), false
+	if rule.Permission != "" {
+		if !f.granted && f.revoked {
+			return denied(rule.Class, CodeRevokedByUser, "grant:"+string(rule.Permission), RevokedMessage(op.AgentID, rule.Permission)), false
+		}
+		if !f.granted {
+			return denied(rule.Class, CodePermissionNotGranted, "grant:"+string(rule.Permission),
+				fmt.Sprintf("agent %q has not been granted %q", op.AgentID, rule.Permission)), false
+		}
+		if r, named := SetRule(f.set.Set); f.set.Set != "" && (!named || !r.Allows(rule.Permission)) {
+			return denied(rule.Class, CodePermissionOutsideSet, "set:"+string(f.set.Set), OutsideSetMessage(f.set.Set, rule.Permission)), false
+		}
+	}
+	need := rule.Workspace
+	if op.Shell != nil && op.Shell.Writes {
+		need = WorkspaceReadWrite
+	}
+	if need == "" || need == WorkspaceNone {
+		if rule.Permission == "" {
+			return denied(rule.Class, CodeInternal, "class:"+string(rule.Class), fmt.Sprintf("%s names neither a grant nor workspace access", op.Name)), false
 		}
 		return PolicyDecision{}, true
 	}
-	if !f.granted && f.revoked {
-		return denied(rule.Class, CodeRevokedByUser, "grant:"+string(rule.Permission), RevokedMessage(op.AgentID, rule.Permission)), false
-	}
-	if !f.granted {
-		return denied(rule.Class, CodePermissionNotGranted, "grant:"+string(rule.Permission),
-			fmt.Sprintf("agent %q has not been granted %q", op.AgentID, rule.Permission)), false
-	}
-	if r, named := SetRule(f.set.Set); f.set.Set != "" && (!named || !r.Allows(rule.Permission)) {
-		return denied(rule.Class, CodePermissionOutsideSet, "set:"+string(f.set.Set), OutsideSetMessage(f.set.Set, rule.Permission)), false
+	r, named := SetRule(f.set.Set)
+	if !named || !WorkspaceCovers(r.Workspace, need) {
+		return denied(rule.Class, CodePermissionOutsideSet, "set:"+string(f.set.Set),
+			fmt.Sprintf("%s needs %s access to the workspace; the agent's permission set %s gives %s", op.Name, need, orNone(string(f.set.Set)), orNone(string(r.Workspace)))), false
 	}
 	return PolicyDecision{}, true
+}
+
+// shellDenial applies the session matrix to a shell command. The step
+// must be there and name the operation's own command: a "shell.ls" whose
+// step says "cp" is a malformed request, not an ls.
+func shellDenial(op Operation, rule OperationRule, level string) (PolicyDecision, bool) {
+	cmd, isShell := strings.CutPrefix(rule.Name, OpShellPrefix)
+	if !isShell {
+		if op.Shell != nil {
+			return denied(rule.Class, CodeBadRequest, "class:"+string(rule.Class), fmt.Sprintf("%s is not a shell command", op.Name)), false
+		}
+		return PolicyDecision{}, true
+	}
+	if op.Shell == nil || op.Shell.Command != cmd {
+		return denied(rule.Class, CodeBadRequest, "shell:"+cmd, fmt.Sprintf("%s must carry its own command's step", op.Name)), false
+	}
+	d := DecideShell(level, *op.Shell)
+	if d.Allowed {
+		return PolicyDecision{}, true
+	}
+	by := "shell:" + cmd
+	if d.Code == CodeSessionLevel {
+		by = "level:" + level
+	}
+	return denied(rule.Class, d.Code, by, d.Reason), false
 }
 
 func orNone(s string) string {

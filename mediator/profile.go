@@ -19,12 +19,18 @@ const (
 	PermClipboardWrite Permission = "clipboard.write"
 	PermNetworkFetch   Permission = "network.fetch"
 	PermNotifications  Permission = "notifications"
+	// PermMemory: the session's memory (memory_write, memory_search),
+	// further bounded by the session level.
+	PermMemory Permission = "memory"
+	// PermShell: the session shell (shell), a fixed set of commands
+	// written in Go over the workspace; it never starts a process.
+	PermShell Permission = "shell"
 )
 
 // KnownPermissions lists every permission in a stable order.
 var KnownPermissions = []Permission{
 	PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardRead,
-	PermClipboardWrite, PermNetworkFetch, PermNotifications,
+	PermClipboardWrite, PermNetworkFetch, PermNotifications, PermMemory, PermShell,
 }
 
 // ParsePermission returns p when it is a known permission. Process spawning

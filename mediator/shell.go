@@ -1,6 +1,9 @@
 package mediator
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // ShellCommand is one command of the session shell: a Go function over
 // the session's workspace, never an operating-system process.
@@ -27,13 +30,63 @@ var ShellCommands = map[string]ShellCommand{
 // ShellStep is one command as the shell is about to run it: its name and
 // where it reaches.
 type ShellStep struct {
-	Command string
+	Command string `json:"command"`
 	// ReadsOutside: a path it reads is outside the workspace (absolute).
-	ReadsOutside bool
+	ReadsOutside bool `json:"readsOutside,omitempty"`
 	// WritesOutside: a path it writes is outside the workspace.
-	WritesOutside bool
+	WritesOutside bool `json:"writesOutside,omitempty"`
 	// Writes: it writes inside the workspace (a redirect counts).
-	Writes bool
+	Writes bool `json:"writes,omitempty"`
+	// Paths are the names it reads and writes, as the command gave them
+	// after pattern expansion (each truncated; at most MaxShellPaths): the
+	// audit trail's targets. Never the text echo writes.
+	Paths []string `json:"paths,omitempty"`
+}
+
+// MaxShellPaths bounds the paths a shell step records; a longer list
+// ends with "...".
+const MaxShellPaths = 16
+
+// ShellOp is the operation an agent's shell command is decided as.
+// paths are trimmed to what the audit trail keeps.
+func ShellOp(agentID, level string, s ShellStep) Operation {
+	if len(s.Paths) > MaxShellPaths {
+		s.Paths = append(s.Paths[:MaxShellPaths:MaxShellPaths], "...")
+	}
+	paths := make([]string, len(s.Paths))
+	for i, p := range s.Paths {
+		paths[i] = Truncate(p, 256)
+	}
+	s.Paths = paths
+	return Operation{AgentID: agentID, Permission: PermShell, Name: OpShellPrefix + s.Command, SessionLevel: level, Shell: &s}
+}
+
+// shellRules are the classification rows of the shell's commands, one
+// per command: no prompt (the session level is the person's answer),
+// nothing leaves the machine, and the workspace access the set must give.
+// A command that writes needs read-write; echo needs it only with a
+// redirect, which the policy checks on the step.
+func shellRules() []OperationRule {
+	names := make([]string, 0, len(ShellCommands))
+	for n := range ShellCommands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]OperationRule, 0, len(names))
+	for _, n := range names {
+		c := ShellCommands[n]
+		r := OperationRule{Name: OpShellPrefix + n, Permission: PermShell, Class: AlwaysSafe, StaysLocal: true,
+			Workspace: WorkspaceRead, ReadOnly: !c.Writes, Idempotent: !c.Writes,
+			Destructive: n == "rm" || n == "mv", Why: "runs " + n + " in the session shell"}
+		if c.Writes {
+			r.Workspace = WorkspaceReadWrite
+		}
+		if c.Info {
+			r.MinLevel = LevelMedium
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // DecideShell applies the session matrix to one step:

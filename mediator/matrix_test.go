@@ -1,0 +1,126 @@
+package mediator
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+)
+
+// factsRecords answers DecisionFacts from a profile and a grant list.
+type factsRecords struct {
+	nullRecords
+	profile string
+	grants  []Permission
+}
+
+func (f *factsRecords) DecisionFacts(_ context.Context, _ string, perm Permission, _, _ string) (DecisionFacts, error) {
+	return DecisionFacts{ProfileJSON: f.profile, Granted: slices.Contains(f.grants, perm)}, nil
+}
+
+func profileWithSet(t *testing.T, set PermissionSet) string {
+	t.Helper()
+	b, err := json.Marshal(Profile{AgentID: "a", PermissionSet: set, PermissionSource: SetSourceManual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestSessionMatrix holds the policy to the session matrix of
+// docs/permissions.md for memory and the shell, and to the grant and the
+// permission set under it: each row names the code and what decided it.
+func TestSessionMatrix(t *testing.T) {
+	both := []Permission{PermMemory, PermShell}
+	search := Operation{Name: OpMemorySearch, TextLength: 5}
+	write := Operation{Name: OpMemoryWrite, TextLength: 5}
+	shell := func(s ShellStep) Operation { return ShellOp("a", "", s) }
+	for _, tc := range []struct {
+		name   string
+		set    PermissionSet
+		grants []Permission
+		level  string
+		op     Operation
+		code   Code
+		by     string
+	}{
+		{"memory search at low", SetFilesystem, both, LevelLow, search, CodeSessionLevel, "level:low"},
+		{"memory search at medium", SetFilesystem, both, LevelMedium, search, CodeAllowed, "class:ALWAYS_SAFE"},
+		{"memory search at default level", SetFilesystem, both, "", search, CodeAllowed, "class:ALWAYS_SAFE"},
+		{"memory search at high", SetFilesystem, both, LevelHigh, search, CodeAllowed, "class:ALWAYS_SAFE"},
+		{"memory write at low", SetFilesystem, both, LevelLow, write, CodeSessionLevel, "level:low"},
+		{"memory write at medium", SetFilesystem, both, LevelMedium, write, CodeSessionLevel, "level:medium"},
+		{"memory write at high", SetFilesystem, both, LevelHigh, write, CodeAllowed, "class:ALWAYS_SAFE"},
+		{"memory without the grant", SetFilesystem, []Permission{PermShell}, LevelHigh, write, CodePermissionNotGranted, "grant:memory"},
+		{"memory outside the set", SetReadonly, both, LevelHigh, search, CodePermissionOutsideSet, "set:readonly"},
+		{"memory under a bad level", SetFilesystem, both, "root", search, CodeInvalidLevel, "level:root"},
+
+		{"ls at low", SetFilesystem, both, LevelLow, shell(ShellStep{Command: "ls"}), CodeAllowed, "class:ALWAYS_SAFE"},
+		{"grep at low", SetFilesystem, both, LevelLow, shell(ShellStep{Command: "grep"}), CodeSessionLevel, "level:low"},
+		{"grep at medium", SetFilesystem, both, LevelMedium, shell(ShellStep{Command: "grep"}), CodeAllowed, "class:ALWAYS_SAFE"},
+		{"cat outside at medium", SetFilesystem, both, LevelMedium, shell(ShellStep{Command: "cat", ReadsOutside: true}), CodeSessionLevel, "level:medium"},
+		{"cat outside at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "cat", ReadsOutside: true}), CodeAllowed, "class:ALWAYS_SAFE"},
+		{"cp in at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "cp", ReadsOutside: true, Writes: true}), CodeAllowed, "class:ALWAYS_SAFE"},
+		{"cp out at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "cp", WritesOutside: true, Writes: true}), CodePathNotAllowed, "shell:cp"},
+		{"echo redirect under readonly", SetReadonly, both, LevelHigh, shell(ShellStep{Command: "echo", Writes: true}), CodePermissionOutsideSet, "set:readonly"},
+		{"echo under readonly", SetReadonly, both, LevelHigh, shell(ShellStep{Command: "echo"}), CodeAllowed, "class:ALWAYS_SAFE"},
+		{"mkdir under readonly", SetReadonly, both, LevelHigh, shell(ShellStep{Command: "mkdir", Writes: true}), CodePermissionOutsideSet, "set:readonly"},
+		{"shell without the grant", SetFilesystem, []Permission{PermMemory}, LevelHigh, shell(ShellStep{Command: "ls"}), CodePermissionNotGranted, "grant:shell"},
+		{"shell under a set with no workspace", SetNetworkAPI, both, LevelHigh, shell(ShellStep{Command: "ls"}), CodePermissionOutsideSet, "set:network-api"},
+		{"a command outside the set", SetTrusted, both, LevelHigh, Operation{Name: "shell.curl", Shell: &ShellStep{Command: "curl"}}, CodeUnknownPermission, "class:ALWAYS_CONFIRM"},
+		{"a step naming another command", SetTrusted, both, LevelHigh, Operation{Name: "shell.ls", Shell: &ShellStep{Command: "rm", Writes: true}}, CodeBadRequest, "shell:ls"},
+		{"a shell operation without its step", SetTrusted, both, LevelHigh, Operation{Name: "shell.rm"}, CodeBadRequest, "shell:rm"},
+		{"a step on another operation", SetTrusted, both, LevelHigh, Operation{Name: OpMemorySearch, Shell: &ShellStep{Command: "ls"}}, CodeBadRequest, "class:ALWAYS_SAFE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewPolicy(&factsRecords{profile: profileWithSet(t, tc.set), grants: tc.grants}, PolicyOptions{})
+			op := tc.op
+			op.AgentID, op.SessionLevel = "a", tc.level
+			d := p.Decide(context.Background(), op)
+			if d.Code != tc.code || d.DecidedBy != tc.by || d.Allowed != (tc.code == CodeAllowed) {
+				t.Fatalf("Decide = %s by %s (allowed %v): %s; want %s by %s", d.Code, d.DecidedBy, d.Allowed, d.Reason, tc.code, tc.by)
+			}
+		})
+	}
+}
+
+// TestShellOpBoundsPaths: the audit trail keeps a bounded list of
+// bounded names.
+func TestShellOpBoundsPaths(t *testing.T) {
+	paths := make([]string, 40)
+	for i := range paths {
+		paths[i] = string(make([]byte, 1000))
+	}
+	op := ShellOp("a", LevelLow, ShellStep{Command: "rm", Writes: true, Paths: paths})
+	if len(op.Shell.Paths) != MaxShellPaths+1 || op.Shell.Paths[MaxShellPaths] != "..." {
+		t.Fatalf("paths %d, last %q", len(op.Shell.Paths), op.Shell.Paths[len(op.Shell.Paths)-1])
+	}
+	for _, p := range op.Shell.Paths {
+		if len(p) > 260 {
+			t.Fatalf("a path of %d bytes", len(p))
+		}
+	}
+	if op.Name != "shell.rm" || op.Permission != PermShell || op.SessionLevel != LevelLow {
+		t.Fatalf("op %+v", op)
+	}
+}
+
+// TestMemoryAndShellRows: the memory and shell rows never leave the
+// machine, never prompt, and carry the MCP hints they claim.
+func TestMemoryAndShellRows(t *testing.T) {
+	for _, name := range []string{OpMemorySearch, OpMemoryWrite, "shell.ls", "shell.rm", "shell.grep", "shell.cp"} {
+		r, ok := RuleFor(Operation{Name: name})
+		if !ok || !r.StaysLocal || r.OpenWorld || r.Class != AlwaysSafe {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+	if r, _ := RuleFor(Operation{Name: "shell.rm"}); !r.Destructive || r.ReadOnly || r.Workspace != WorkspaceReadWrite {
+		t.Errorf("rm: %+v", r)
+	}
+	if r, _ := RuleFor(Operation{Name: OpMemorySearch}); !r.ReadOnly || r.MinLevel != LevelMedium {
+		t.Errorf("memory.search: %+v", r)
+	}
+	if r, _ := RuleFor(Operation{Name: OpMemoryWrite}); r.ReadOnly || r.MinLevel != LevelHigh {
+		t.Errorf("memory.write: %+v", r)
+	}
+}

@@ -25,8 +25,9 @@ type OperationRule struct {
 	Class      SafetyClass // how much confirmation it needs
 	// Target names the part of the operation a remembered answer is
 	// keyed by: "origin" (the canonical scheme://host:port of the URL a
-	// fetch goes to, or of the page a write touches; see TargetKey) or ""
-	// (the operation as a whole).
+	// fetch goes to, or of the page a write touches; see TargetKey),
+	// "outside" (the outside paths a shell command reads) or "" (the
+	// operation as a whole).
 	Target string
 	// StaysLocal is true when nothing leaves the machine: the only
 	// operations a "low" session may run.
@@ -125,18 +126,30 @@ func RuleFor(op Operation) (OperationRule, bool) {
 			continue
 		}
 		if r.Method == method {
-			return *r, true
+			return adjustRule(*r, op), true
 		}
 		if r.Method == "" {
 			fallback = r
 		}
 	}
 	if fallback != nil {
-		return *fallback, true
+		return adjustRule(*fallback, op), true
 	}
 	r := unknownRule
 	r.Name = op.Name
 	return r, false
+}
+
+// adjustRule is where an operation's own targets change its row: a shell
+// command that reads outside the workspace reads the person's own files,
+// so an agent does it only when asked each time, even in a high session,
+// and the prompt names the paths.
+func adjustRule(r OperationRule, op Operation) OperationRule {
+	if op.Shell != nil && op.Shell.ReadsOutside && strings.HasPrefix(r.Name, OpShellPrefix) {
+		r.Class, r.Target = AlwaysConfirm, "outside"
+		r.Why = "reads a file outside the session's workspace"
+	}
+	return r
 }
 
 // Session levels (docs/permissions.md). A level can only narrow what grants allow.
@@ -174,6 +187,16 @@ func TargetKey(op Operation) string {
 }
 
 func targetKey(r OperationRule, op Operation) string {
+	if r.Target == "outside" && op.Shell != nil {
+		// An "always" answer covers exactly the outside files named.
+		var outside []string
+		for _, p := range op.Shell.Paths {
+			if strings.HasPrefix(p, "/") {
+				outside = append(outside, p)
+			}
+		}
+		return strings.Join(outside, " ")
+	}
 	if r.Target != "origin" {
 		return ""
 	}

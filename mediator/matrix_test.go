@@ -59,8 +59,10 @@ func TestSessionMatrix(t *testing.T) {
 		{"grep at low", SetFilesystem, both, LevelLow, shell(ShellStep{Command: "grep"}), CodeSessionLevel, "level:low"},
 		{"grep at medium", SetFilesystem, both, LevelMedium, shell(ShellStep{Command: "grep"}), CodeAllowed, "class:ALWAYS_SAFE"},
 		{"cat outside at medium", SetFilesystem, both, LevelMedium, shell(ShellStep{Command: "cat", ReadsOutside: true}), CodeSessionLevel, "level:medium"},
-		{"cat outside at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "cat", ReadsOutside: true}), CodeAllowed, "class:ALWAYS_SAFE"},
-		{"cp in at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "cp", ReadsOutside: true, Writes: true}), CodeAllowed, "class:ALWAYS_SAFE"},
+		// An agent reads outside the workspace only when the person says
+		// so each time, even at high.
+		{"cat outside at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "cat", ReadsOutside: true}), CodeConfirmRequired, "class:ALWAYS_CONFIRM"},
+		{"cp in at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "cp", ReadsOutside: true, Writes: true}), CodeConfirmRequired, "class:ALWAYS_CONFIRM"},
 		{"cp out at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "cp", WritesOutside: true, Writes: true}), CodePathNotAllowed, "shell:cp"},
 		{"echo redirect under readonly", SetReadonly, both, LevelHigh, shell(ShellStep{Command: "echo", Writes: true}), CodePermissionOutsideSet, "set:readonly"},
 		{"echo under readonly", SetReadonly, both, LevelHigh, shell(ShellStep{Command: "echo"}), CodeAllowed, "class:ALWAYS_SAFE"},
@@ -77,10 +79,22 @@ func TestSessionMatrix(t *testing.T) {
 			op := tc.op
 			op.AgentID, op.SessionLevel = "a", tc.level
 			d := p.Decide(context.Background(), op)
-			if d.Code != tc.code || d.DecidedBy != tc.by || d.Allowed != (tc.code == CodeAllowed) {
+			if d.Code != tc.code || d.DecidedBy != tc.by || d.Allowed != (tc.code == CodeAllowed) || d.RequiresPrompt != (tc.code == CodeConfirmRequired) {
 				t.Fatalf("Decide = %s by %s (allowed %v): %s; want %s by %s", d.Code, d.DecidedBy, d.Allowed, d.Reason, tc.code, tc.by)
 			}
 		})
+	}
+}
+
+// TestOutsideReadTarget: an "always" answer for an outside read is
+// remembered for exactly the outside files named, never for the command.
+func TestOutsideReadTarget(t *testing.T) {
+	op := ShellOp("a", LevelHigh, ShellStep{Command: "cp", ReadsOutside: true, Writes: true, Paths: []string{"/tmp/sample.txt", "imported.txt"}})
+	if got := TargetKey(op); got != "/tmp/sample.txt" {
+		t.Fatalf("TargetKey = %q", got)
+	}
+	if got := TargetKey(ShellOp("a", LevelHigh, ShellStep{Command: "cat", Paths: []string{"notes.txt"}})); got != "" {
+		t.Fatalf("an inside read keys to %q", got)
 	}
 }
 

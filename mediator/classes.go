@@ -85,10 +85,13 @@ var OperationTable = []OperationRule{
 	{Name: OpWorkspaceWrite, Workspace: WorkspaceReadWrite, Class: AlwaysSafe, StaysLocal: true,
 		Idempotent: true, Why: "writes a file in the session's own workspace"},
 	// The session's memory: searching needs a medium session, writing a
-	// high one (the session matrix, docs/permissions.md).
+	// high one (the session matrix, docs/permissions.md). A write changes
+	// what later runs read, so it is REQUIRES_CONFIRMATION like any
+	// change; a high session, the only one that may write, runs those
+	// without asking.
 	{Name: OpMemorySearch, Permission: PermMemory, Class: AlwaysSafe, StaysLocal: true, MinLevel: LevelMedium,
 		ReadOnly: true, Idempotent: true, Why: "searches the session's memory"},
-	{Name: OpMemoryWrite, Permission: PermMemory, Class: AlwaysSafe, StaysLocal: true, MinLevel: LevelHigh,
+	{Name: OpMemoryWrite, Permission: PermMemory, Class: RequiresConfirmation, StaysLocal: true, MinLevel: LevelHigh,
 		Why: "adds an entry to the session's memory"},
 }
 

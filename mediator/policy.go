@@ -190,13 +190,13 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	if err != nil {
 		return denied(rule.Class, CodeInvalidLevel, "level:"+Truncate(op.SessionLevel, 16), MessageOf(err))
 	}
-	if level == LevelLow && (rule.Class != AlwaysSafe || !rule.StaysLocal) {
-		return denied(rule.Class, CodeSessionLevel, "level:low",
-			fmt.Sprintf("a low-level session only runs safe operations that stay on this machine; %s %s", op.Name, rule.Why))
-	}
 	if rule.MinLevel != "" && levelRank[level] < levelRank[rule.MinLevel] {
 		return denied(rule.Class, CodeSessionLevel, "level:"+level,
 			fmt.Sprintf("permission denied: %s needs a %s or higher session; this one is %s", op.Name, rule.MinLevel, level))
+	}
+	if level == LevelLow && (rule.Class != AlwaysSafe || !rule.StaysLocal) {
+		return denied(rule.Class, CodeSessionLevel, "level:low",
+			fmt.Sprintf("a low-level session only runs safe operations that stay on this machine; %s %s", op.Name, rule.Why))
 	}
 	if d, ok := shellDenial(op, rule, level); !ok {
 		return d

@@ -1,6 +1,7 @@
 package mediator
 
 import (
+	"encoding/json"
 	"net/url"
 	"strings"
 )
@@ -198,7 +199,13 @@ func targetKey(r OperationRule, op Operation) string {
 				outside = append(outside, p)
 			}
 		}
-		return strings.Join(outside, " ")
+		// JSON, so "/tmp/a /etc/passwd" (one file) and /tmp/a plus
+		// /etc/passwd (two) are different answers.
+		b, err := json.Marshal(outside)
+		if err != nil || len(outside) == 0 {
+			return ""
+		}
+		return string(b)
 	}
 	if r.Target != "origin" {
 		return ""

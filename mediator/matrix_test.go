@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -72,6 +73,11 @@ func TestSessionMatrix(t *testing.T) {
 		{"a command outside the set", SetTrusted, both, LevelHigh, Operation{Name: "shell.curl", Shell: &ShellStep{Command: "curl"}}, CodeUnknownPermission, "class:ALWAYS_CONFIRM"},
 		{"a step naming another command", SetTrusted, both, LevelHigh, Operation{Name: "shell.ls", Shell: &ShellStep{Command: "rm", Writes: true}}, CodeBadRequest, "shell:ls"},
 		{"a shell operation without its step", SetTrusted, both, LevelHigh, Operation{Name: "shell.rm"}, CodeBadRequest, "shell:rm"},
+		{"an outside read of too many paths", SetTrusted, both, LevelHigh, shell(ShellStep{Command: "cat", ReadsOutside: true, Paths: make([]string, MaxShellPaths+1)}), CodePathNotAllowed, "shell:cat"},
+		{"an outside read of a cut path", SetTrusted, both, LevelHigh, shell(ShellStep{Command: "cat", ReadsOutside: true, Paths: []string{"/" + strings.Repeat("a", 300)}}), CodePathNotAllowed, "shell:cat"},
+		{"an outside path with a newline", SetTrusted, both, LevelHigh, shell(ShellStep{Command: "cat", ReadsOutside: true, Paths: []string{"/tmp/a\n/etc/passwd"}}), CodePathNotAllowed, "shell:cat"},
+		{"an unrecorded step with too many paths", SetTrusted, both, LevelHigh, Operation{Name: "shell.cat", Shell: &ShellStep{Command: "cat", ReadsOutside: true, Paths: make([]string, MaxShellPaths+1)}}, CodePathNotAllowed, "shell:cat"},
+		{"many inside paths are fine", SetTrusted, both, LevelHigh, shell(ShellStep{Command: "rm", Writes: true, Paths: make([]string, 40)}), CodeAllowed, "class:ALWAYS_SAFE"},
 		{"a step on another operation", SetTrusted, both, LevelHigh, Operation{Name: OpMemorySearch, Shell: &ShellStep{Command: "ls"}}, CodeBadRequest, "class:ALWAYS_SAFE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,8 +96,13 @@ func TestSessionMatrix(t *testing.T) {
 // remembered for exactly the outside files named, never for the command.
 func TestOutsideReadTarget(t *testing.T) {
 	op := ShellOp("a", LevelHigh, ShellStep{Command: "cp", ReadsOutside: true, Writes: true, Paths: []string{"/tmp/sample.txt", "imported.txt"}})
-	if got := TargetKey(op); got != "/tmp/sample.txt" {
+	if got := TargetKey(op); got != `["/tmp/sample.txt"]` {
 		t.Fatalf("TargetKey = %q", got)
+	}
+	one := TargetKey(ShellOp("a", LevelHigh, ShellStep{Command: "cat", ReadsOutside: true, Paths: []string{"/tmp/a /etc/passwd"}}))
+	two := TargetKey(ShellOp("a", LevelHigh, ShellStep{Command: "cat", ReadsOutside: true, Paths: []string{"/tmp/a", "/etc/passwd"}}))
+	if one == two {
+		t.Fatalf("one file and two files key alike: %q", one)
 	}
 	if got := TargetKey(ShellOp("a", LevelHigh, ShellStep{Command: "cat", Paths: []string{"notes.txt"}})); got != "" {
 		t.Fatalf("an inside read keys to %q", got)

@@ -414,6 +414,10 @@ func shellDenial(op Operation, rule OperationRule, level string) (PolicyDecision
 	if op.Shell == nil || op.Shell.Command != cmd {
 		return denied(rule.Class, CodeBadRequest, "shell:"+cmd, fmt.Sprintf("%s must carry its own command's step", op.Name)), false
 	}
+	if op.Shell.ReadsOutside && !outsidePathsWhole(*op.Shell) {
+		return denied(rule.Class, CodePathNotAllowed, "shell:"+cmd,
+			fmt.Sprintf("a read outside the workspace names at most %d paths of at most %d bytes each, without control characters, so each is shown whole", MaxShellPaths, MaxShellPathBytes)), false
+	}
 	d := DecideShell(level, *op.Shell)
 	if d.Allowed {
 		return PolicyDecision{}, true

@@ -3,6 +3,9 @@ package mediator
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ShellCommand is one command of the session shell: a Go function over
@@ -41,6 +44,8 @@ type ShellStep struct {
 	// after pattern expansion (each truncated; at most MaxShellPaths): the
 	// audit trail's targets. Never the text echo writes.
 	Paths []string `json:"paths,omitempty"`
+	// trimmed: ShellOp cut Paths to fit the audit trail.
+	trimmed bool
 }
 
 // MaxShellPaths bounds the paths a shell step records; a longer list
@@ -48,17 +53,39 @@ type ShellStep struct {
 const MaxShellPaths = 16
 
 // ShellOp is the operation an agent's shell command is decided as.
-// paths are trimmed to what the audit trail keeps.
+// paths are trimmed to what the audit trail keeps; a step that had to be
+// trimmed cannot read outside the workspace (see outsidePathsWhole).
 func ShellOp(agentID, level string, s ShellStep) Operation {
 	if len(s.Paths) > MaxShellPaths {
 		s.Paths = append(s.Paths[:MaxShellPaths:MaxShellPaths], "...")
+		s.trimmed = true
 	}
 	paths := make([]string, len(s.Paths))
 	for i, p := range s.Paths {
-		paths[i] = Truncate(p, 256)
+		paths[i] = Truncate(p, MaxShellPathBytes)
+		s.trimmed = s.trimmed || paths[i] != p
 	}
 	s.Paths = paths
 	return Operation{AgentID: agentID, Permission: PermShell, Name: OpShellPrefix + s.Command, SessionLevel: level, Shell: &s}
+}
+
+// MaxShellPathBytes bounds one recorded path.
+const MaxShellPathBytes = 256
+
+// outsidePathsWhole reports whether a step that reads outside the
+// workspace names every outside path whole: the prompt shows them and an
+// "always" answer is keyed by them, so a path that was cut, or a list
+// that was, would let a read through that nobody saw.
+func outsidePathsWhole(s ShellStep) bool {
+	if s.trimmed || len(s.Paths) > MaxShellPaths {
+		return false
+	}
+	for _, p := range s.Paths {
+		if len(p) > MaxShellPathBytes || !utf8.ValidString(p) || strings.ContainsFunc(p, unicode.IsControl) {
+			return false
+		}
+	}
+	return true
 }
 
 // shellRules are the classification rows of the shell's commands, one

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
@@ -38,7 +40,20 @@ func (ru *run) shell(mod api.Module, stack []uint64) ([]byte, error) {
 		// link refuses the import first; this holds if that ever changes.
 		return nil, mediator.Errorf(mediator.CodePathNotAllowed, "shell: this run has no session workspace")
 	}
-	sh := &shell.Shell{WS: ru.spec.Workspace, Decide: ru.decideShell}
+	commands := 0
+	decide := func(ctx context.Context, step mediator.ShellStep) (func(error), error) {
+		// Each command after the first counts as a call of its own: a
+		// line of a thousand commands is a thousand decisions in the
+		// audit trail, and the call limit bounds those.
+		if commands++; commands > 1 {
+			if ru.calls++; ru.calls > ru.rt.cfg.MaxCallsPerRun {
+				ru.cancel(errCallLimit)
+				return nil, errCallLimit
+			}
+		}
+		return ru.decideShell(ctx, step)
+	}
+	sh := &shell.Shell{WS: ru.spec.Workspace, Decide: decide}
 	if lvl, err := mediator.ParseLevel(ru.spec.SessionLevel); err == nil && lvl == mediator.LevelHigh {
 		// Only a high session may read outside its workspace, each read
 		// asked of the person; the shell only ever opens files of this
@@ -68,7 +83,33 @@ func (ru *run) decideShell(ctx context.Context, step mediator.ShellStep) (func(e
 			Context: mediator.DenialContext{Reason: mediator.MessageOf(err), Layer: "shell", Details: map[string]string{"command": step.Command}}})
 		return nil, err
 	}
+	if err := outsideShown(step); err != nil {
+		ru.deny(ctx, mediator.Denial{AgentID: ru.spec.Agent.Profile.AgentID, Permission: string(mediator.PermShell), Code: mediator.CodeOf(err),
+			Context: mediator.DenialContext{Reason: mediator.MessageOf(err), Layer: "shell", Details: map[string]string{"command": step.Command}}})
+		return nil, err
+	}
 	return ru.authorize(mediator.ShellOp(ru.spec.Agent.Profile.AgentID, ru.spec.SessionLevel, step))
+}
+
+// outsideShown refuses a step that reads outside the workspace unless
+// the person can be shown every outside name whole: the prompt and an
+// "always" answer name the step's paths as the audit trail keeps them
+// (at most mediator.MaxShellPaths, each at most 256 bytes), and a name cut
+// short or left off would be read without being asked about. A control
+// character in a name could make the prompt show something else.
+func outsideShown(step mediator.ShellStep) error {
+	if !step.ReadsOutside {
+		return nil
+	}
+	if len(step.Paths) > mediator.MaxShellPaths {
+		return mediator.Errorf(mediator.CodePathNotAllowed, "%s reads outside the workspace and names %d paths; such a command may name at most %d, so each is shown to you", step.Command, len(step.Paths), mediator.MaxShellPaths)
+	}
+	for _, p := range step.Paths {
+		if len(p) > 256 || strings.ContainsFunc(p, unicode.IsControl) {
+			return mediator.Errorf(mediator.CodePathNotAllowed, "%s reads outside the workspace through a name over 256 bytes or with a control character, which a prompt cannot show whole", step.Command)
+		}
+	}
+	return nil
 }
 
 // shellNeedsWorkspace refuses to link shell into a run with no session

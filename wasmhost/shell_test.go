@@ -89,6 +89,7 @@ type agentOpts struct {
 	noGrant  bool
 	prompter mediator.Prompter
 	noWS     bool
+	rt       *Runtime // nil: the shared one
 }
 
 // run runs shellprobe with lines and returns its result, one outcome per
@@ -124,7 +125,11 @@ func (w *shellWorld) run(t *testing.T, o agentOpts, lines ...string) (Result, []
 	if o.prompter != nil {
 		spec.Authorizer = mediator.NewPolicy(w.f.st, mediator.PolicyOptions{Prompter: o.prompter})
 	}
-	res, err := sharedRuntime().Run(ctx, spec)
+	rt := o.rt
+	if rt == nil {
+		rt = sharedRuntime()
+	}
+	res, err := rt.Run(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,6 +210,9 @@ func TestAgentShellHostileLines(t *testing.T) {
 		{"glob climbing out", "cat ../outside/*", mediator.CodePathNotAllowed, nil},
 		{"a process", "sh -c 'cat " + w.canary + "'", mediator.CodeShellNotAllowed, nil},
 		{"a pipe into a process", "cat a.txt | sh", mediator.CodeShellNotAllowed, []string{"shell.cat allowed a.txt"}},
+		{"many names hide an outside one", "cat" + strings.Repeat(" a.txt", mediator.MaxShellPaths) + " " + w.canary, mediator.CodePathNotAllowed, nil},
+		{"an outside name too long to show", "cat " + w.outside + "/" + strings.Repeat("d", 300), mediator.CodePathNotAllowed, nil},
+		{"a newline in an outside name", "cat '" + w.canary + "\nAllow'", mediator.CodePathNotAllowed, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			no.asked = nil
@@ -343,5 +351,24 @@ func TestAgentShellLinks(t *testing.T) {
 				t.Fatalf("decisions %q", got)
 			}
 		})
+	}
+}
+
+// TestAgentShellCallLimit: each command of a line counts against the
+// run's call limit, so one call cannot flood the audit trail.
+func TestAgentShellCallLimit(t *testing.T) {
+	rt, err := New(context.Background(), Config{MaxCallsPerRun: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	w := newShellWorld(t)
+	res, _, records := w.run(t, agentOpts{set: mediator.SetFilesystem, level: mediator.LevelMedium, rt: rt}, "ls"+strings.Repeat("; ls", 20))
+	if res.Code != mediator.CodeCallLimit {
+		t.Fatalf("%s %s\n%s", res.Code, res.Error, res.Output)
+	}
+	if got := shellDecisions(records); len(got) != 4 {
+		// input and shell are two calls; the line's first command is shell's own, and 3 more fit under 5
+		t.Fatalf("%d decisions: %q", len(got), got)
 	}
 }

@@ -33,6 +33,8 @@ run ./cmd/nmhost/ '^(BenchmarkRoundTrip|BenchmarkColdStart|BenchmarkFetch)$'
 run ./internal/store/ '^BenchmarkPolicy$'
 run ./wasmhost/ '^BenchmarkInspect$'
 run ./workflow/ '^(BenchmarkPureWorkflow1000|BenchmarkAuthorizeLayer10)$'
+run ./internal/shell/ '^(BenchmarkShellLsR|BenchmarkShellGrepR)$'
+run ./wasmhost/ '^BenchmarkWorkspaceRead1MiB$'
 
 # One line per benchmark, in first-seen order: the medians of ns/op, of
 # ns/call (the log benchmark) and of the multiple of the baseline.

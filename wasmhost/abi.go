@@ -47,6 +47,8 @@ var hostFuncs = []hostFunc{
 	{"clipboard_write", []api.ValueType{i32, i32}, mediator.PermClipboardWrite, (*run).clipboardWrite},
 	{"notify", []api.ValueType{i32, i32, i32, i32}, mediator.PermNotifications, (*run).notify},
 	{"fetch", []api.ValueType{i32, i32}, mediator.PermNetworkFetch, (*run).fetch},
+	// shell also needs the run's session workspace (see run.link).
+	{"shell", []api.ValueType{i32, i32}, mediator.PermShell, (*run).shell},
 }
 
 // wasiAllowed is the WASI subset a Go wasip1 guest imports. wazero's

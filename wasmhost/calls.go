@@ -33,6 +33,19 @@ func arg(mod api.Module, ptr, n uint64) ([]byte, error) {
 // authorized runs do after the Authorizer allowed op, and reports its
 // outcome. A denial becomes a denial event of this run.
 func (ru *run) authorized(op mediator.Operation, do func() ([]byte, error)) ([]byte, error) {
+	done, err := ru.authorize(op)
+	if err != nil {
+		return nil, err
+	}
+	out, err := do()
+	done(err)
+	return out, err
+}
+
+// authorize puts op to the Authorizer as this run's agent at its session
+// level. A nil error allows it, and done must then be called with its
+// outcome; a denial becomes a denial event of this run.
+func (ru *run) authorize(op mediator.Operation) (func(error), error) {
 	op.AgentID, op.SessionLevel = ru.spec.Agent.Profile.AgentID, ru.spec.SessionLevel
 	rule, _ := mediator.RuleFor(op)
 	op.Permission = rule.Permission
@@ -43,9 +56,7 @@ func (ru *run) authorized(op mediator.Operation, do func() ([]byte, error)) ([]b
 				Details: map[string]string{"operation": op.Name}}})
 		return nil, err
 	}
-	out, err := do()
-	done(err)
-	return out, err
+	return done, nil
 }
 
 // browser sends an allowed call to the extension.

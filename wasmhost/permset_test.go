@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/workspace"
 )
 
 // underSet is an agent record with every permission granted and set as
@@ -33,13 +34,21 @@ func underSet(id string, set mediator.PermissionSet, c mediator.Capabilities) me
 // others with permission_outside_set, although the agent holds every grant.
 func TestPermissionSetLinks(t *testing.T) {
 	f := newFixture(t)
+	// Every run has a workspace: shell links only with one.
+	ws, err := workspace.Open(t.TempDir(), workspace.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
 	for _, set := range mediator.PermissionSets() {
 		rule, _ := mediator.SetRule(set)
 		for _, h := range hostFuncs {
 			t.Run(string(set)+"/"+h.name, func(t *testing.T) {
 				rec := underSet("linker", set, mediator.Capabilities{})
 				module := wmodule{imports: []wimport{importOf(h.name)}}.bytes()
-				res, err := sharedRuntime().Run(context.Background(), f.spec(rec, module, ""))
+				spec := f.spec(rec, module, "")
+				spec.Workspace = ws
+				res, err := sharedRuntime().Run(context.Background(), spec)
 				if err != nil {
 					t.Fatal(err)
 				}

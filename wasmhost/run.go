@@ -276,6 +276,9 @@ func (ru *run) link(ctx context.Context, imports []moduleImport) (Result, bool) 
 	// The set bounds the grants: a run links their intersection.
 	d := checkImports(imports, func(p mediator.Permission) bool { return granted[p] && ru.set.rule.Allows(p) }, ru.set.rule.Workspace)
 	if d == nil {
+		d = ru.shellNeedsWorkspace(imports)
+	}
+	if d == nil {
 		return Result{}, false
 	}
 	// A grant the user took back is refused as what it is, with how to

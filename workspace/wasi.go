@@ -256,18 +256,42 @@ func (f *sysFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errn
 	return out, errno(err)
 }
 
-// grow books what a write at off of n bytes adds to the file, or refuses.
-func (f *sysFile) grow(end int64) experimentalsys.Errno {
+// grow books what a change ending at end adds to the file, or refuses.
+// It returns the bytes it booked, which unbook gives back if the change
+// is then refused or fails: a write the policy refuses must not use up
+// the quota.
+func (f *sysFile) grow(end int64) (int64, experimentalsys.Errno) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if end <= f.size {
-		return 0
+		return 0, 0
 	}
 	if err := f.fs.w.reserve(end-f.size, 0); err != nil {
-		return errno(err)
+		return 0, errno(err)
 	}
+	booked := end - f.size
 	f.size = end
-	return 0
+	return booked, 0
+}
+
+// unbook gives back what grow booked for a change meant to end at end
+// that wrote n bytes from start: all of it when nothing was written (the
+// change was refused), the unwritten tail otherwise. A change that has
+// since grown the file further keeps the booking: those bytes are the
+// later change's.
+func (f *sysFile) unbook(booked, end, start int64, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	reached := int64(0)
+	if n > 0 {
+		reached = start + int64(n)
+	}
+	if booked <= 0 || reached >= end || f.size != end {
+		return
+	}
+	back := min(booked, end-reached)
+	f.fs.w.reserve(-back, 0)
+	f.size -= back
 }
 
 func (f *sysFile) Write(b []byte) (int, experimentalsys.Errno) {
@@ -281,15 +305,20 @@ func (f *sysFile) Write(b []byte) (int, experimentalsys.Errno) {
 	if f.append {
 		pos = f.size
 	}
-	if e := f.grow(pos + int64(len(b))); e != 0 {
+	end := pos + int64(len(b))
+	booked, e := f.grow(end)
+	if e != 0 {
 		return 0, e
 	}
 	var n int
-	e := f.fs.change("write", f.name, int64(len(b)), func() error {
+	e = f.fs.change("write", f.name, int64(len(b)), func() error {
 		var err error
 		n, err = f.f.Write(b)
 		return err
 	})
+	if e != 0 {
+		f.unbook(booked, end, pos, n)
+	}
 	return n, e
 }
 
@@ -297,15 +326,20 @@ func (f *sysFile) Pwrite(b []byte, off int64) (int, experimentalsys.Errno) {
 	if !f.writable {
 		return 0, experimentalsys.EBADF
 	}
-	if e := f.grow(off + int64(len(b))); e != 0 {
+	end := off + int64(len(b))
+	booked, e := f.grow(end)
+	if e != 0 {
 		return 0, e
 	}
 	var n int
-	e := f.fs.change("write", f.name, int64(len(b)), func() error {
+	e = f.fs.change("write", f.name, int64(len(b)), func() error {
 		var err error
 		n, err = f.f.WriteAt(b, off)
 		return err
 	})
+	if e != 0 {
+		f.unbook(booked, end, off, n)
+	}
 	return n, e
 }
 
@@ -313,10 +347,12 @@ func (f *sysFile) Truncate(size int64) experimentalsys.Errno {
 	if !f.writable {
 		return experimentalsys.EBADF
 	}
-	if e := f.grow(size); e != 0 {
+	booked, e := f.grow(size)
+	if e != 0 {
 		return e
 	}
 	if e := f.fs.change("truncate", f.name, size, func() error { return f.f.Truncate(size) }); e != 0 {
+		f.unbook(booked, size, 0, 0)
 		return e
 	}
 	f.mu.Lock()

@@ -245,10 +245,22 @@ func (w *Workspace) WriteFile(name string, data []byte, appendTo bool) error {
 	if !appendTo {
 		if err := f.Truncate(0); err != nil {
 			f.Close()
+			w.reserve(-grow, 0)
 			return fail(name, err)
 		}
 	}
 	_, err = f.Write(data)
+	if err != nil {
+		// Book what the file holds now, not what the write meant to
+		// make of it.
+		if fi, serr := f.Stat(); serr == nil {
+			want := int64(len(data))
+			if appendTo {
+				want += old
+			}
+			w.reserve(fi.Size()-want, 0)
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -211,4 +213,66 @@ func TestWorkspacesStayApart(t *testing.T) {
 			t.Errorf("workspace a holds %s", e.Name())
 		}
 	}
+}
+
+// TestRefusedChangeGivesBackItsQuota: a write, a pwrite, a truncate and a
+// create the policy refuses book nothing, so writes up to the quota still
+// succeed afterwards.
+func TestRefusedChangeGivesBackItsQuota(t *testing.T) {
+	w, _, canary := setup(t, Limits{MaxBytes: 100, MaxFiles: 2})
+	refuse := true
+	var asked []string
+	fsys := w.SysFS(false, Hooks{Change: func(op, name string, n int64, do func() error) error {
+		asked = append(asked, op)
+		if refuse && op != "create" {
+			return mediator.Errorf(mediator.CodeUserDenied, "no")
+		}
+		return do()
+	}})
+	f, e := fsys.OpenFile("a.txt", experimentalsys.O_CREAT|experimentalsys.O_RDWR, 0o600)
+	if e != 0 {
+		t.Fatalf("open: %v", e)
+	}
+	defer f.Close()
+	for _, tc := range []struct {
+		name   string
+		change func() experimentalsys.Errno
+	}{
+		{"write", func() experimentalsys.Errno { _, e := f.Write(make([]byte, 80)); return e }},
+		{"pwrite", func() experimentalsys.Errno { _, e := f.Pwrite(make([]byte, 80), 10); return e }},
+		{"truncate", func() experimentalsys.Errno { return f.Truncate(90) }},
+		{"create", func() experimentalsys.Errno {
+			refuse = true
+			_, e := w.SysFS(false, Hooks{Change: func(string, string, int64, func() error) error {
+				return mediator.Errorf(mediator.CodeUserDenied, "no")
+			}}).OpenFile("b.txt", experimentalsys.O_CREAT|experimentalsys.O_WRONLY, 0o600)
+			return e
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if e := tc.change(); e != experimentalsys.EPERM {
+				t.Fatalf("errno %v; want EPERM", e)
+			}
+			if b, n := w.Usage(); b != 0 || n != 1 {
+				t.Fatalf("usage after a refused %s: %d bytes, %d files; want 0, 1", tc.name, b, n)
+			}
+		})
+	}
+	refuse = false
+	if n, e := f.Write(make([]byte, 100)); e != 0 || n != 100 {
+		t.Fatalf("a write up to the quota: %d, %v", n, e)
+	}
+	if err := w.WriteFile("b.txt", nil, false); err != nil {
+		t.Fatalf("a file up to the quota: %v", err)
+	}
+	if _, e := f.Write([]byte("x")); e != experimentalsys.EFAULT {
+		t.Fatalf("past the quota: %v", e)
+	}
+	if b, n := w.Usage(); b != 100 || n != 2 {
+		t.Fatalf("usage %d bytes, %d files", b, n)
+	}
+	if strings.Count(strings.Join(asked, ","), "write") < 2 {
+		t.Fatalf("the hook was asked %v", asked)
+	}
+	untouched(t, canary)
 }

@@ -96,7 +96,7 @@ func runShell(ctx context.Context, env Env) error {
 		return err
 	}
 	defer ws.Close()
-	sh := &shell.Shell{WS: ws, Level: set.PermissionLevel, Record: recordShell(st, session, set.PermissionLevel)}
+	sh := &shell.Shell{WS: ws, Decide: shell.AtLevel(set.PermissionLevel, recordShell(st, session, set.PermissionLevel))}
 	if set.PermissionLevel == mediator.LevelHigh {
 		// Only a high session reads outside its workspace, and then
 		// through an os.Root too.
@@ -146,7 +146,8 @@ func runShell(ctx context.Context, env Env) error {
 // like an agent's.
 func recordShell(st *store.Store, session, level string) func(context.Context, mediator.ShellStep, mediator.Decision) error {
 	return func(ctx context.Context, step mediator.ShellStep, d mediator.Decision) error {
-		op := mediator.Operation{Name: "shell." + mediator.Truncate(step.Command, 32), SessionLevel: level}
+		step.Command = mediator.Truncate(step.Command, 32)
+		op := mediator.ShellOp("", level, step) // with the paths it names
 		_, err := st.AppendAudit(ctx, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: op, Allowed: d.Allowed,
 			Code: d.Code, DecidedBy: "level:" + level, Reason: d.Reason})
 		if err != nil {

@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -218,14 +217,16 @@ func (sh *Shell) grep(ctx context.Context, f flags, pattern string, files []stri
 		files = expanded
 	}
 	one := func(label string, b []byte) error {
-		count := 0
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 64<<10), MaxOutputBytes)
-		for n := 1; sc.Scan(); n++ {
+		count, n := 0, 0
+		// The input is in memory already (at most MaxOutputBytes): lines
+		// are slices of it, with no scanner buffer to allocate per file.
+		for line := range bytes.Lines(b) {
+			n++
 			if ctx.Err() != nil {
 				return mediator.Errorf(mediator.CodeTimeout, "grep was cancelled")
 			}
-			if re.Match(sc.Bytes()) == f.set['v'] {
+			line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+			if re.Match(line) == f.set['v'] {
 				continue
 			}
 			count++
@@ -239,7 +240,7 @@ func (sh *Shell) grep(ctx context.Context, f flags, pattern string, files []stri
 			if f.set['n'] {
 				prefix += strconv.Itoa(n) + ":"
 			}
-			if _, err := fmt.Fprintf(out, "%s%s\n", prefix, sc.Bytes()); err != nil {
+			if _, err := fmt.Fprintf(out, "%s%s\n", prefix, line); err != nil {
 				return err
 			}
 		}

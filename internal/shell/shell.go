@@ -3,6 +3,7 @@ package shell
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -18,19 +19,49 @@ import (
 // command passes down a pipe.
 const MaxOutputBytes = 1 << 20
 
-// Shell runs command lines for one session. Every command is decided by
-// the mediator's session matrix (mediator.DecideShell) before it runs;
-// Record, when set, gets every decision, allowing or not, before the
-// command runs (the host appends it to the audit trail and a denial to
-// the denial log), and a failure to record stops the command.
+// Decider decides one command before it runs, given the step: its name,
+// where it reaches and the paths it names. A nil error allows it, and
+// done is then called with the command's outcome; an error refuses it
+// with its reason code, and nothing of the command runs.
+type Decider func(ctx context.Context, step mediator.ShellStep) (done func(error), err error)
+
+// Shell runs command lines for one session. Every command is put to
+// Decide before it runs; the caller supplies it: the CLI decides by the
+// session matrix (AtLevel), an agent's shell by the mediator's policy.
+// A nil Decide refuses every command.
 type Shell struct {
 	WS     *workspace.Workspace
-	Level  string
-	Record func(ctx context.Context, step mediator.ShellStep, d mediator.Decision) error
+	Decide Decider
 	// Outside reads files outside the workspace for a high session (an
 	// os.Root at "/"); nil: no outside read is possible at any level.
 	Outside *os.Root
 }
+
+// AtLevel decides by the session matrix alone (mediator.DecideShell) at
+// level: a person's shell, whose level is their own answer. record, when
+// set, gets every decision, allowing or not, before the command runs (the
+// CLI appends it to the audit trail and a denial to the denial log); a
+// failure to record stops the command.
+func AtLevel(level string, record func(ctx context.Context, step mediator.ShellStep, d mediator.Decision) error) Decider {
+	return func(ctx context.Context, step mediator.ShellStep) (func(error), error) {
+		d := mediator.DecideShell(level, step)
+		if record != nil {
+			if err := record(ctx, step, d); err != nil {
+				return nil, err
+			}
+		}
+		if !d.Allowed {
+			return nil, d.Err()
+		}
+		return func(error) {}, nil
+	}
+}
+
+// refused marks an error as a refusal of Decide, which || never works
+// around.
+type refused struct{ error }
+
+func (r refused) Unwrap() error { return r.error }
 
 // Run parses and runs line, writing its output to out. It stops at the
 // first refusal or failure that is not handled by || and returns it with
@@ -82,7 +113,8 @@ func (sh *Shell) node(ctx context.Context, n *node, in []byte, out io.Writer) er
 		}
 		// A refusal is never a failure to work around: "rm x || cat
 		// /etc/passwd" must not turn a denial into a second try.
-		if c := mediator.CodeOf(err); c == mediator.CodeShellNotAllowed || c == mediator.CodePathNotAllowed || c == mediator.CodeSessionLevel {
+		var r refused
+		if c := mediator.CodeOf(err); errors.As(err, &r) || c == mediator.CodeShellNotAllowed || c == mediator.CodePathNotAllowed || c == mediator.CodeSessionLevel {
 			return err
 		}
 		return sh.node(ctx, n.right, nil, out)
@@ -136,21 +168,39 @@ func (sh *Shell) call(ctx context.Context, c *call, in []byte, out io.Writer) er
 	step := mediator.ShellStep{Command: name, Writes: known && cmd.Writes || c.out != ""}
 	for _, r := range reads {
 		step.ReadsOutside = step.ReadsOutside || outside(r)
+		step.Paths = append(step.Paths, pathName(r))
 	}
 	for _, w := range writes {
 		step.WritesOutside = step.WritesOutside || outside(w)
 		step.Writes = true
+		step.Paths = append(step.Paths, pathName(w))
 	}
-	d := mediator.DecideShell(sh.Level, step)
-	if sh.Record != nil {
-		if err := sh.Record(ctx, step, d); err != nil {
-			return err
-		}
+	if sh.Decide == nil {
+		return refused{mediator.Errorf(mediator.CodeShellNotAllowed, "this shell has no one to decide its commands, so it runs none")}
 	}
-	if !d.Allowed {
-		return d.Err()
+	done, err := sh.Decide(ctx, step)
+	if err != nil {
+		return refused{err}
 	}
+	err = sh.run(ctx, c, name, args, in, out)
+	done(err)
+	return err
+}
+
+// pathName is how a step names a path: an outside name cleaned, so the
+// person's answer about it is about the file that is read; a workspace
+// name as given, relative to the workspace.
+func pathName(p string) string {
+	if outside(p) {
+		return path.Clean(p)
+	}
+	return p
+}
+
+// run runs one allowed command with its redirects.
+func (sh *Shell) run(ctx context.Context, c *call, name string, args []string, in []byte, out io.Writer) error {
 	if c.in != "" {
+		var err error
 		if in, err = sh.read(c.in); err != nil {
 			return err
 		}

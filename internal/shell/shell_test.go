@@ -45,7 +45,7 @@ func (f *fixture) run(t *testing.T, level, line string) (string, error) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	sh := &Shell{WS: f.ws, Level: level, Outside: root}
+	sh := &Shell{WS: f.ws, Decide: AtLevel(level, nil), Outside: root}
 	var out bytes.Buffer
 	err = sh.Run(context.Background(), line, &out)
 	return out.String(), err
@@ -169,5 +169,88 @@ func TestHighSessionReadsOutside(t *testing.T) {
 	}
 	if out, err := f.run(t, "low", "ls"); err != nil || !strings.Contains(out, "imported.txt") {
 		t.Fatalf("%q %v", out, err)
+	}
+}
+
+// TestNoDeciderRunsNothing: a shell nobody decides for refuses every
+// command, and changes nothing.
+func TestNoDeciderRunsNothing(t *testing.T) {
+	f := newFixture(t)
+	sh := &Shell{WS: f.ws}
+	var out bytes.Buffer
+	err := sh.Run(context.Background(), "echo x > new.txt", &out)
+	if mediator.CodeOf(err) != mediator.CodeShellNotAllowed {
+		t.Fatalf("%v", err)
+	}
+	if _, err := f.ws.Stat("new.txt"); mediator.CodeOf(err) != mediator.CodeNotFound {
+		t.Fatalf("new.txt: %v", err)
+	}
+}
+
+// decided is one call of a test Decider and its outcome.
+type decided struct {
+	step    mediator.ShellStep
+	outcome error
+	ran     bool
+}
+
+// TestDeciderSeesPaths: each command is put to Decide with the names it
+// reads and writes (patterns expanded, workspace names relative, outside
+// names absolute and cleaned), and done hears how it went. A refusal from
+// Decide is never worked around with ||.
+func TestDeciderSeesPaths(t *testing.T) {
+	f := newFixture(t)
+	sample := filepath.Join(f.outside, "sample.txt")
+	for _, tc := range []struct {
+		name, line string
+		refuse     string // a command Decide refuses
+		want       [][]string
+		outcomes   []mediator.Code
+	}{
+		{"glob", "cat *.txt", "", [][]string{{"a.txt", "b.txt"}}, []mediator.Code{""}},
+		{"workspace prefix", "cat /workspace/a.txt > c.txt", "", [][]string{{"a.txt", "c.txt"}}, []mediator.Code{""}},
+		{"outside cleaned", "cp " + f.outside + "/../outside/sample.txt in.txt", "", [][]string{{sample, "in.txt"}}, []mediator.Code{""}},
+		{"rm", "rm in.txt c.txt", "", [][]string{{"in.txt", "c.txt"}}, []mediator.Code{""}},
+		{"failure reaches done", "cat missing.txt || echo x", "", [][]string{{"missing.txt"}, nil}, []mediator.Code{mediator.CodeNotFound, ""}},
+		{"refusal is not worked around", "rm a.txt || cat b.txt", "rm", [][]string{{"a.txt"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []*decided
+			decide := func(_ context.Context, s mediator.ShellStep) (func(error), error) {
+				d := &decided{step: s}
+				calls = append(calls, d)
+				if s.Command == tc.refuse {
+					return nil, mediator.Errorf(mediator.CodeUserDenied, "no")
+				}
+				return func(err error) { d.ran, d.outcome = true, err }, nil
+			}
+			root, _ := os.OpenRoot("/")
+			defer root.Close()
+			sh := &Shell{WS: f.ws, Decide: decide, Outside: root}
+			err := sh.Run(context.Background(), tc.line, &bytes.Buffer{})
+			if tc.refuse != "" && mediator.CodeOf(err) != mediator.CodeUserDenied {
+				t.Fatalf("%v; want user_denied", err)
+			}
+			if len(calls) != len(tc.want) {
+				t.Fatalf("%d decisions; want %d", len(calls), len(tc.want))
+			}
+			for i, c := range calls {
+				if strings.Join(c.step.Paths, ",") != strings.Join(tc.want[i], ",") {
+					t.Errorf("step %d paths %q; want %q", i, c.step.Paths, tc.want[i])
+				}
+				if tc.outcomes == nil {
+					if c.ran {
+						t.Errorf("step %d ran after a refusal", i)
+					}
+					continue
+				}
+				if !c.ran || mediator.CodeOf(c.outcome) != tc.outcomes[i] {
+					t.Errorf("step %d: ran %v, outcome %v; want %q", i, c.ran, c.outcome, tc.outcomes[i])
+				}
+			}
+			if _, err := f.ws.Stat("a.txt"); err != nil {
+				t.Fatalf("a.txt: %v", err)
+			}
+		})
 	}
 }

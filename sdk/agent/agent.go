@@ -43,6 +43,9 @@ func rawNotify(titlePtr, titleLen, msgPtr, msgLen uint32) int32
 //go:wasmimport restricted_api fetch
 func rawFetch(ptr, n uint32) int32
 
+//go:wasmimport restricted_api shell
+func rawShell(ptr, n uint32) int32
+
 // ABIVersion is the host's restricted API version.
 func ABIVersion() int { return int(abiVersion()) }
 
@@ -187,4 +190,22 @@ func Fetch(req FetchRequest) (*FetchResponse, error) {
 		return nil, err
 	}
 	return &resp, nil
+}
+
+// Shell runs a command line of the session shell in the run's workspace
+// (shell): ls, cat, head, tail, wc, grep, find, mkdir, touch, cp, mv, rm,
+// echo and pwd, written in the host and never a process. Each command is
+// decided at the session's level; it returns what the line printed, or
+// the *Error of the first command refused or failed.
+func Shell(command string) (string, error) {
+	p, n := ptr([]byte(command))
+	out, err := take(rawShell(p, n))
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		Output string `json:"output"`
+	}
+	err = json.Unmarshal(out, &r)
+	return r.Output, err
 }

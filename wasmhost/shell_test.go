@@ -266,7 +266,7 @@ func TestAgentShellCopiesAnOutsideFileIn(t *testing.T) {
 	if _, err := os.Stat(exported); err == nil {
 		t.Fatal("the outside destination was written")
 	}
-	if len(yes.asked) != 1 || yes.asked[0].Target != sample || yes.asked[0].Op.Name != "shell.cp" || yes.asked[0].Class != mediator.AlwaysConfirm {
+	if len(yes.asked) != 1 || yes.asked[0].Target != `["`+sample+`"]` || yes.asked[0].Op.Name != "shell.cp" || yes.asked[0].Class != mediator.AlwaysConfirm {
 		t.Fatalf("asked %+v", yes.asked)
 	}
 	want := []string{"shell.cp allowed " + sample + ",imported.txt", "shell.cat allowed imported.txt", "shell.cp path_not_allowed a.txt," + exported}

@@ -70,7 +70,7 @@ func TestSessionMatrix(t *testing.T) {
 		{"mkdir under readonly", SetReadonly, both, LevelHigh, shell(ShellStep{Command: "mkdir", Writes: true}), CodePermissionOutsideSet, "set:readonly"},
 		{"shell without the grant", SetFilesystem, []Permission{PermMemory}, LevelHigh, shell(ShellStep{Command: "ls"}), CodePermissionNotGranted, "grant:shell"},
 		{"shell under a set with no workspace", SetNetworkAPI, both, LevelHigh, shell(ShellStep{Command: "ls"}), CodePermissionOutsideSet, "set:network-api"},
-		{"a command outside the set", SetTrusted, both, LevelHigh, Operation{Name: "shell.curl", Shell: &ShellStep{Command: "curl"}}, CodeUnknownPermission, "class:ALWAYS_CONFIRM"},
+		{"a command outside the set", SetTrusted, both, LevelHigh, Operation{Name: "shell.curl", Shell: &ShellStep{Command: "curl"}}, CodeShellNotAllowed, "shell:curl"},
 		{"a step naming another command", SetTrusted, both, LevelHigh, Operation{Name: "shell.ls", Shell: &ShellStep{Command: "rm", Writes: true}}, CodeBadRequest, "shell:ls"},
 		{"a shell operation without its step", SetTrusted, both, LevelHigh, Operation{Name: "shell.rm"}, CodeBadRequest, "shell:rm"},
 		{"an outside read of too many paths", SetTrusted, both, LevelHigh, shell(ShellStep{Command: "cat", ReadsOutside: true, Paths: make([]string, MaxShellPaths+1)}), CodePathNotAllowed, "shell:cat"},

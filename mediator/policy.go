@@ -162,6 +162,9 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 		return denied(AlwaysConfirm, CodeMethodNotAllowed, "class:"+string(AlwaysConfirm),
 			fmt.Sprintf("method %q is not one an agent's fetch may use (%s)", Truncate(op.Method, 32), strings.Join(FetchMethods(), ", ")))
 	}
+	if cmd, isShell := strings.CutPrefix(op.Name, OpShellPrefix); !known && isShell {
+		return denied(AlwaysConfirm, CodeShellNotAllowed, "shell:"+Truncate(cmd, 32), DecideShell(op.SessionLevel, ShellStep{Command: cmd}).Reason)
+	}
 	if !known {
 		return denied(AlwaysConfirm, CodeUnknownPermission, "class:"+string(AlwaysConfirm),
 			fmt.Sprintf("operation %q is not known", Truncate(op.Name, 64)))

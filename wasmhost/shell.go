@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
@@ -72,44 +70,12 @@ func (ru *run) shell(mod api.Module, stack []uint64) ([]byte, error) {
 	return json.Marshal(shellReply{Output: out.String()})
 }
 
-// decideShell is the shell's Decider for an agent: a command outside the
-// shell's set is refused here (shell_not_allowed, in the denial log);
-// every other is mediator.ShellOp put to the Authorizer.
-func (ru *run) decideShell(ctx context.Context, step mediator.ShellStep) (func(error), error) {
+// decideShell is the shell's Decider for an agent: every command, one
+// outside the shell's set included, is mediator.ShellOp put to the
+// Authorizer, which decides, records and logs a refusal.
+func (ru *run) decideShell(_ context.Context, step mediator.ShellStep) (func(error), error) {
 	step.Command = mediator.Truncate(step.Command, 32)
-	if _, known := mediator.ShellCommands[step.Command]; !known {
-		err := mediator.DecideShell(ru.spec.SessionLevel, step).Err()
-		ru.deny(ctx, mediator.Denial{AgentID: ru.spec.Agent.Profile.AgentID, Permission: string(mediator.PermShell), Code: mediator.CodeOf(err),
-			Context: mediator.DenialContext{Reason: mediator.MessageOf(err), Layer: "shell", Details: map[string]string{"command": step.Command}}})
-		return nil, err
-	}
-	if err := outsideShown(step); err != nil {
-		ru.deny(ctx, mediator.Denial{AgentID: ru.spec.Agent.Profile.AgentID, Permission: string(mediator.PermShell), Code: mediator.CodeOf(err),
-			Context: mediator.DenialContext{Reason: mediator.MessageOf(err), Layer: "shell", Details: map[string]string{"command": step.Command}}})
-		return nil, err
-	}
 	return ru.authorize(mediator.ShellOp(ru.spec.Agent.Profile.AgentID, ru.spec.SessionLevel, step))
-}
-
-// outsideShown refuses a step that reads outside the workspace unless
-// the person can be shown every outside name whole: the prompt and an
-// "always" answer name the step's paths as the audit trail keeps them
-// (at most mediator.MaxShellPaths, each at most 256 bytes), and a name cut
-// short or left off would be read without being asked about. A control
-// character in a name could make the prompt show something else.
-func outsideShown(step mediator.ShellStep) error {
-	if !step.ReadsOutside {
-		return nil
-	}
-	if len(step.Paths) > mediator.MaxShellPaths {
-		return mediator.Errorf(mediator.CodePathNotAllowed, "%s reads outside the workspace and names %d paths; such a command may name at most %d, so each is shown to you", step.Command, len(step.Paths), mediator.MaxShellPaths)
-	}
-	for _, p := range step.Paths {
-		if len(p) > 256 || strings.ContainsFunc(p, unicode.IsControl) {
-			return mediator.Errorf(mediator.CodePathNotAllowed, "%s reads outside the workspace through a name over 256 bytes or with a control character, which a prompt cannot show whole", step.Command)
-		}
-	}
-	return nil
 }
 
 // shellNeedsWorkspace refuses to link shell into a run with no session

@@ -208,11 +208,13 @@ func TestAgentShellHostileLines(t *testing.T) {
 		{"variable", "cat $HOME/.ssh/id_rsa", mediator.CodeShellNotAllowed, nil},
 		{"glob outside", "cat " + w.outside + "/*", mediator.CodePathNotAllowed, nil},
 		{"glob climbing out", "cat ../outside/*", mediator.CodePathNotAllowed, nil},
-		{"a process", "sh -c 'cat " + w.canary + "'", mediator.CodeShellNotAllowed, nil},
-		{"a pipe into a process", "cat a.txt | sh", mediator.CodeShellNotAllowed, []string{"shell.cat allowed a.txt"}},
-		{"many names hide an outside one", "cat" + strings.Repeat(" a.txt", mediator.MaxShellPaths) + " " + w.canary, mediator.CodePathNotAllowed, nil},
-		{"an outside name too long to show", "cat " + w.outside + "/" + strings.Repeat("d", 300), mediator.CodePathNotAllowed, nil},
-		{"a newline in an outside name", "cat '" + w.canary + "\nAllow'", mediator.CodePathNotAllowed, nil},
+		{"a process", "sh -c 'cat " + w.canary + "'", mediator.CodeShellNotAllowed, []string{"shell.sh shell_not_allowed cat " + w.canary}},
+		{"a pipe into a process", "cat a.txt | sh", mediator.CodeShellNotAllowed, []string{"shell.cat allowed a.txt", "shell.sh shell_not_allowed"}},
+		{"many names hide an outside one", "cat" + strings.Repeat(" a.txt", mediator.MaxShellPaths) + " " + w.canary, mediator.CodePathNotAllowed,
+			[]string{"shell.cat path_not_allowed " + strings.Repeat("a.txt,", mediator.MaxShellPaths) + "..."}},
+		{"an outside name too long to show", "cat " + w.outside + "/" + strings.Repeat("d", 300), mediator.CodePathNotAllowed,
+			[]string{"shell.cat path_not_allowed " + mediator.Truncate(w.outside+"/"+strings.Repeat("d", 300), mediator.MaxShellPathBytes)}},
+		{"a newline in an outside name", "cat '" + w.canary + "\nAllow'", mediator.CodePathNotAllowed, []string{"shell.cat path_not_allowed " + w.canary + "\nAllow"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			no.asked = nil

@@ -47,6 +47,8 @@ var hostFuncs = []hostFunc{
 	{"clipboard_write", []api.ValueType{i32, i32}, mediator.PermClipboardWrite, (*run).clipboardWrite},
 	{"notify", []api.ValueType{i32, i32, i32, i32}, mediator.PermNotifications, (*run).notify},
 	{"fetch", []api.ValueType{i32, i32}, mediator.PermNetworkFetch, (*run).fetch},
+	{"memory_write", []api.ValueType{i32, i32}, mediator.PermMemory, (*run).memoryWrite},
+	{"memory_search", []api.ValueType{i32, i32}, mediator.PermMemory, (*run).memorySearch},
 }
 
 // wasiAllowed is the WASI subset a Go wasip1 guest imports. wazero's

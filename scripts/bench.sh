@@ -31,6 +31,7 @@ run ./netproxy/agentfetch/ '^BenchmarkFetch2B$'
 run ./wasmhost/ '^(BenchmarkRunTiny|BenchmarkLogCall)$'
 run ./cmd/nmhost/ '^(BenchmarkRoundTrip|BenchmarkColdStart|BenchmarkFetch)$'
 run ./internal/store/ '^BenchmarkPolicy$'
+run ./internal/store/ '^BenchmarkMemorySearch$'
 run ./wasmhost/ '^BenchmarkInspect$'
 run ./workflow/ '^(BenchmarkPureWorkflow1000|BenchmarkAuthorizeLayer10)$'
 

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -135,25 +134,27 @@ func (s *Store) memorySession(ctx context.Context, sessionID string) (entries, n
 	return entries, num, nil
 }
 
-// memoryCandidatesSQL scores the newest MaxMemoryCandidates matches in one
-// session's block of the index. The MATCH expression is memoryMatch's,
-// quoted words only. FTS5 walks the block newest first and stops at the
-// limit, so a score is computed for each candidate and nothing else.
-const memoryCandidatesSQL = `
-SELECT rowid, bm25(memory_fts, 1.0, 0.5) FROM memory_fts
+// memoryCutoffSQL finds where a session's newest MaxMemoryCandidates
+// matches begin: FTS5 walks the session's block of the index newest first
+// and stops there, scoring nothing. The MATCH expression is memoryMatch's,
+// quoted words only.
+const memoryCutoffSQL = `
+SELECT rowid FROM memory_fts
 WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
-ORDER BY rowid DESC LIMIT ?4`
+ORDER BY rowid DESC LIMIT 1 OFFSET ?4`
 
-// memoryHitsSQL makes the snippets of the chosen entries; the session_id
-// filter repeats the block's.
-const memoryHitsSQL = `
+// memorySearchSQL ranks the matches from the cutoff to the block's end
+// by the index's rank (bm25, a tag match worth half a text match:
+// schema_memory.go), which FTS5 sorts itself, so the snippets are made
+// for the rows returned only. The session_id filter repeats the block's.
+const memorySearchSQL = `
 SELECT e.id, snippet(memory_fts, 0, '[', ']', '…', 16), e.tags
 FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid
-WHERE memory_fts MATCH ?1 AND memory_fts.rowid = ?2 AND e.session_id = ?3`
+WHERE memory_fts MATCH ?1 AND memory_fts.rowid BETWEEN ?2 AND ?3 AND e.session_id = ?4
+ORDER BY memory_fts.rank LIMIT ?5`
 
 // SearchMemory returns session's entries that hold every word of query,
-// best first (bm25 over text and tags, a tag worth half; the newer of two
-// equal ones first), at most limit (0: DefaultMemoryLimit), ranked among
+// best first (bm25 over text and tags, a tag worth half), at most limit (0: DefaultMemoryLimit), ranked among
 // the newest MaxMemoryCandidates matches. The query is untrusted text,
 // never search syntax: it is split into words, each word is matched as a
 // quoted phrase, and quotes, '*', NEAR, column names and parentheses are
@@ -183,23 +184,20 @@ func (s *Store) SearchMemory(ctx context.Context, sessionID, query string, limit
 	if err != nil || num == 0 {
 		return hits, err
 	}
-	best, err := s.memoryCandidates(ctx, match, num, limit)
-	if err != nil {
-		return nil, fmt.Errorf("session[%s] memory: %w", sessionID, err)
+	lo, hi := num<<memoryIDBits, num<<memoryIDBits|memoryIDMask
+	err = s.db.QueryRowContext(ctx, memoryCutoffSQL, match, lo, hi, MaxMemoryCandidates-1).Scan(&lo)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("session[%s] memory: %w", sessionID, storeErr("search", err))
 	}
-	conn, err := s.db.Conn(ctx)
+	rows, err := s.db.QueryContext(ctx, memorySearchSQL, match, lo, hi, sessionID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("session[%s] memory: %w", sessionID, storeErr("search", err))
 	}
-	defer conn.Close()
-	for _, c := range best {
+	defer rows.Close()
+	for rows.Next() {
 		var h mediator.MemoryHit
 		var tags string
-		err := conn.QueryRowContext(ctx, memoryHitsSQL, match, c.rowid, sessionID).Scan(&h.ID, &h.Snippet, &tags)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // not this session's: never, with the block
-		}
-		if err != nil {
+		if err := rows.Scan(&h.ID, &h.Snippet, &tags); err != nil {
 			return nil, fmt.Errorf("session[%s] memory: %w", sessionID, storeErr("search", err))
 		}
 		h.ID &= memoryIDMask
@@ -210,37 +208,10 @@ func (s *Store) SearchMemory(ctx context.Context, sessionID, query string, limit
 		h.Rank = len(hits) + 1
 		hits = append(hits, h)
 	}
-	return hits, nil
-}
-
-type memoryCandidate struct {
-	rowid int64
-	score float64
-}
-
-// memoryCandidates returns the limit best candidates of session num,
-// best first: the lowest bm25 (FTS5's scores are negative, better is
-// lower), the newer of two equal ones first.
-func (s *Store) memoryCandidates(ctx context.Context, match string, num int64, limit int) ([]memoryCandidate, error) {
-	lo := num << memoryIDBits
-	rows, err := s.db.QueryContext(ctx, memoryCandidatesSQL, match, lo, lo|memoryIDMask, MaxMemoryCandidates)
-	if err != nil {
-		return nil, storeErr("search", err)
-	}
-	defer rows.Close()
-	var all []memoryCandidate
-	for rows.Next() {
-		var c memoryCandidate
-		if err := rows.Scan(&c.rowid, &c.score); err != nil {
-			return nil, storeErr("search", err)
-		}
-		all = append(all, c)
-	}
 	if err := rows.Err(); err != nil {
-		return nil, storeErr("search", err)
+		return nil, fmt.Errorf("session[%s] memory: %w", sessionID, storeErr("search", err))
 	}
-	slices.SortStableFunc(all, func(a, b memoryCandidate) int { return cmp.Compare(a.score, b.score) })
-	return all[:min(limit, len(all))], nil
+	return hits, nil
 }
 
 // memoryMatch turns an untrusted query into an FTS5 expression: each word

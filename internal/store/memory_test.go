@@ -284,3 +284,57 @@ func TestMemoryMigration(t *testing.T) {
 		t.Fatalf("%+v %v", hits, err)
 	}
 }
+
+// TestMemoryRanksTheNewestCandidates: past MaxMemoryCandidates matches,
+// only the newest are ranked, so the best match among older ones is left
+// out of a search for a common word and found by a word of its own.
+func TestMemoryRanksTheNewestCandidates(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, t.TempDir())
+	oldest, err := s.WriteMemory(ctx, "s", "common common common common rare", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The newer entries are written in one transaction as WriteMemory
+	// writes each: thousands of durable commits would take seconds.
+	_, num, err := s.memorySession(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(MaxMemoryCandidates) {
+		id, text := num<<memoryIDBits|(oldest+1+i), "common and many other words in a longer entry"
+		if _, err := tx.Exec(`INSERT INTO memory_entries (id, session_id, text, tags, created_at) VALUES (?, 's', ?, '', 0)`, id, text); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(`INSERT INTO memory_fts (rowid, text, tags) VALUES (?, ?, '')`, id, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tx.Exec(`UPDATE memory_sessions SET entries = ? WHERE session_id = 's'`, oldest+MaxMemoryCandidates); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		query      string
+		wantOldest bool
+	}{
+		{"common", false},
+		{"common rare", true},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			hits, err := s.SearchMemory(ctx, "s", tc.query, MaxMemoryLimit)
+			if err != nil || len(hits) == 0 {
+				t.Fatalf("%+v %v", hits, err)
+			}
+			if got := hits[0].ID == oldest; got != tc.wantOldest {
+				t.Fatalf("first hit %+v; the oldest entry (%d) first: %v, want %v", hits[0], oldest, got, tc.wantOldest)
+			}
+		})
+	}
+}

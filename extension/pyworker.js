@@ -115,6 +115,10 @@ def _make_restricted_api(present, absent, call, report_absent, output):
         o = dict(options or {})
         await _call("showNotification", {"title": str(title), "message": str(o.get("body", o.get("message", "")))})
         return True
+    async def memory_write(text, tags=None):
+        return (await _call("memory_write", {"text": str(text), "tags": [str(t) for t in (tags or [])]})).get("id", 0)
+    async def memory_search(query, limit=10):
+        return (await _call("memory_search", {"query": str(query), "limit": int(limit)})).get("results", [])
     def log(*args):
         text = " ".join(str(a) for a in args)
         output(text + "\\n")
@@ -122,7 +126,8 @@ def _make_restricted_api(present, absent, call, report_absent, output):
         return None
 
     functions = {f.__name__: f for f in (log, querySelector, querySelectorAll, getPageText, setElementText,
-                                          writeToClipboard, readFromClipboard, fetch, showNotification)}
+                                          writeToClipboard, readFromClipboard, fetch, showNotification,
+                                          memory_write, memory_search)}
     granted = {n: staticmethod(functions[n]) for n in present if n in functions}
     absent = frozenset(absent)
 

@@ -26,6 +26,8 @@ var Functions = []Function{
 	fn("readFromClipboard", mediator.OpClipboardRead),
 	fn("fetch", mediator.OpNetworkFetch),
 	fn("showNotification", mediator.OpNotificationsShow),
+	fn("memory_write", mediator.OpMemoryWrite),
+	fn("memory_search", mediator.OpMemorySearch),
 }
 
 // fn takes the permission from the policy's own table, so a Python call

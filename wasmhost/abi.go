@@ -49,6 +49,8 @@ var hostFuncs = []hostFunc{
 	{"fetch", []api.ValueType{i32, i32}, mediator.PermNetworkFetch, (*run).fetch},
 	// shell also needs the run's session workspace (see run.link).
 	{"shell", []api.ValueType{i32, i32}, mediator.PermShell, (*run).shell},
+	{"memory_write", []api.ValueType{i32, i32}, mediator.PermMemory, (*run).memoryWrite},
+	{"memory_search", []api.ValueType{i32, i32}, mediator.PermMemory, (*run).memorySearch},
 }
 
 // wasiAllowed is the WASI subset a Go wasip1 guest imports. wazero's

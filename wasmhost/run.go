@@ -37,6 +37,12 @@ type RunSpec struct {
 	Input  []byte
 	// SessionLevel is the level of the session the run belongs to.
 	SessionLevel string
+	// SessionID is the session the run belongs to: memory_write and
+	// memory_search reach its memory and no other.
+	SessionID string
+	// Memory holds the sessions' memory; nil (or no SessionID) answers
+	// memory calls the policy allowed with unknown_session.
+	Memory Memory
 	// PageOrigin is the origin of the tab the run acts on, when there is one;
 	// remembered answers for page writes are keyed by it.
 	PageOrigin string

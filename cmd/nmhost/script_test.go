@@ -5,11 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/agentgate/nmhost/internal/cli"
+	"github.com/agentgate/nmhost/internal/testwasm"
 )
 
 // TestMain makes this test binary the nmhost command inside test scripts
@@ -37,6 +39,11 @@ func (w withBinary) Run() int {
 	return w.m.Run()
 }
 
+// memoryNotes is examples/agents/memory-notes built for wasip1.
+var memoryNotes = sync.OnceValues(func() ([]byte, error) {
+	return testwasm.Build("../../examples/agents/memory-notes")
+})
+
 // nmhostMain is main, for the test binary running as nmhost in scripts.
 func nmhostMain() {
 	os.Exit(cli.Main(cli.Env{
@@ -47,7 +54,9 @@ func nmhostMain() {
 // TestScripts runs testdata/script/*.txtar: the commands a person types,
 // with what they print and how they exit. Each script gets a fresh data
 // dir ($NMHOST_DATA_DIR), a home ($HOME, where install writes manifests),
-// the tiny agents of wasm_test.go in $WORK/agents, the repository root in
+// the tiny agents of wasm_test.go and the memory-notes example (built once
+// per test binary: it prints what its calls answer) in $WORK/agents, the
+// repository root in
 // $REPO, and in $NMHOST_BIN_DIR the directory of the nmhost command, for a
 // PATH without go.
 //
@@ -75,7 +84,15 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NMHOST_DATA_DIR", filepath.Join(env.WorkDir, "data"))
 			env.Setenv("REPO", repo)
 			env.Setenv("NMHOST_BIN_DIR", filepath.Dir(self))
-			return writeTinyAgents(filepath.Join(env.WorkDir, "agents"))
+			agents := filepath.Join(env.WorkDir, "agents")
+			if err := writeTinyAgents(agents); err != nil {
+				return err
+			}
+			notes, err := memoryNotes()
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(agents, "memory-notes.wasm"), notes, 0o644)
 		},
 	})
 }

@@ -106,6 +106,7 @@ func runAgent(ctx context.Context, env Env) error {
 
 	res, err := rt.Run(ctx, wasmhost.RunSpec{
 		Agent: rec, Module: module, Input: []byte(input), SessionLevel: level, Workspace: ws,
+		SessionID: session, Memory: st,
 		Authorizer: policy, Browser: browser, LogDenial: logDenial,
 		Fetch: func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {
 			return fetch.Fetch(ctx, agentfetch.Request{AgentID: prof.AgentID, SessionLevel: level, Request: r})

@@ -28,6 +28,10 @@ type Host struct {
 	// LogDenial records what the runtime refuses at link time.
 	LogDenial    func(ctx context.Context, d mediator.Denial)
 	SessionLevel string
+	// SessionID is the session the workflow runs in: its tasks reach that
+	// session's memory. "" gives them none (memory calls are then
+	// unknown_session).
+	SessionID string
 }
 
 // MaxValueBytes bounds a call's text result carried on to later steps.
@@ -88,7 +92,7 @@ func (a agents) Run(ctx context.Context, agentID, input string) (map[string]any,
 		return nil, fmt.Errorf("agent[%s]: %w", mediator.Truncate(agentID, 64), err)
 	}
 	spec := wasmhost.RunSpec{Agent: rec, Module: module, Input: []byte(input), SessionLevel: h.SessionLevel,
-		Authorizer: h.Policy, LogDenial: h.LogDenial}
+		Authorizer: h.Policy, LogDenial: h.LogDenial, SessionID: h.SessionID, Memory: h.Store}
 	if h.Browser != nil {
 		spec.Browser = h.Browser(agentID)
 	}

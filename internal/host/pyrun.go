@@ -35,6 +35,7 @@ const maxPythonRuns = 64
 type pythonRun struct {
 	owner    *server // the host process the run was opened in
 	agentID  string
+	session  string // the session the run belongs to: its memory
 	level    string
 	origin   string
 	context  json.RawMessage // echoed in the run's browser-calls
@@ -74,12 +75,18 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 	if !rec.Profile.IsPython() {
 		return nil, mediator.Errorf(mediator.CodeWrongRuntime, "agent %q is a WebAssembly agent: run it with run-agent", p.AgentID)
 	}
+	// The run belongs to a session as a module's run does: the named one
+	// (its level, lowered by the request, never raised) or a fresh one.
+	sessionID, level, err := RunSession(ctx, s.opts.Store, p.SessionID, p.SessionLevel)
+	if err != nil {
+		return nil, err
+	}
 	var granted []mediator.Permission
 	for _, g := range rec.Grants {
 		granted = append(granted, g.Permission)
 	}
 	caps := rec.Profile.Capabilities
-	run := &pythonRun{owner: s, agentID: p.AgentID, level: p.SessionLevel, origin: p.Origin, context: bound,
+	run := &pythonRun{owner: s, agentID: p.AgentID, session: sessionID, level: level, origin: p.Origin, context: bound,
 		deadline: time.Now().Add(caps.Timeout() + pythonRunSlack)}
 	id := newRunID()
 	pythonRuns.Lock()
@@ -109,7 +116,7 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 		}
 	}
 	return map[string]any{
-		"runId": id, "agentId": p.AgentID, "source": string(source), "moduleSha256": rec.ModuleSHA256,
+		"runId": id, "agentId": p.AgentID, "sessionId": sessionID, "source": string(source), "moduleSha256": rec.ModuleSHA256,
 		"api": api, "absent": absent, "input": p.Input, "executionTimeout": caps.ExecutionTimeout, "maxMemory": caps.MaxMemory,
 	}, nil
 }
@@ -138,6 +145,8 @@ func lookupRun(s *server, runID, agentID string) (*pythonRun, error) {
 // call reads the ones it takes.
 type callParams struct {
 	Text     string       `json:"text"`
+	Tags     []string     `json:"tags"`
+	Query    string       `json:"query"`
 	Selector string       `json:"selector"`
 	Limit    int          `json:"limit"`
 	Title    string       `json:"title"`
@@ -205,11 +214,31 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 	case mediator.OpNotificationsShow:
 		op.TextLength = len(a.Title) + len(a.Message)
 		browserParams = map[string]any{"title": a.Title, "message": a.Message}
+	case mediator.OpMemoryWrite:
+		op.TextLength = len(a.Text)
+	case mediator.OpMemorySearch:
+		op.TextLength = len(a.Query)
 	}
 	op.AgentID, op.SessionLevel, op.Permission = run.agentID, run.level, fn.Permission
 	done, err := s.opts.Authorizer.Authorize(ctx, op)
 	if err != nil {
 		return nil, err // the Authorizer recorded the denial
+	}
+	switch fn.Operation {
+	case mediator.OpMemoryWrite:
+		id, err := s.opts.Store.WriteMemory(ctx, run.session, a.Text, a.Tags)
+		done(err)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"id": id}, nil
+	case mediator.OpMemorySearch:
+		hits, err := s.opts.Store.SearchMemory(ctx, run.session, a.Query, a.Limit)
+		done(err)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"results": hits}, nil
 	}
 	if browserParams == nil { // log: the text goes to the run's output in the extension
 		done(nil)

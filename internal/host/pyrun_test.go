@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -262,4 +263,67 @@ func TestAgentCallIsBoundToTheHostThatOpenedTheRun(t *testing.T) {
 	r := h2.call("agent-call", map[string]any{"runId": runID, "agentId": "bound", "operation": "getPageText"})
 	h2.wantCode(r, mediator.CodeUnknownRun)
 	h2.wantCode(h2.call("python-run-end", map[string]any{"runId": runID, "agentId": "bound"}), mediator.CodeUnknownRun)
+}
+
+// TestPythonMemory: a Python agent's memory_write and memory_search are
+// decided like a module's (the session matrix: search at medium, write at
+// high, session_level below with "permission denied"), reach the run's
+// session only, and a run cannot raise its session's level.
+func TestPythonMemory(t *testing.T) {
+	h := newHarness(t, true)
+	h.mustOK("install-agent", map[string]any{"profile": pyProfile("pymem", []string{"memory"}),
+		"module": "await restricted_api.memory_write('x')\nawait restricted_api.memory_search('x')\n"}, nil)
+	for _, s := range []struct{ id, level string }{{"notes", "high"}, {"other", "high"}, {"lowly", "low"}} {
+		if _, err := h.st.UpdateSessionSettings(context.Background(), s.id, []byte(`{"permission_level":"`+s.level+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func(session, level string) string {
+		t.Helper()
+		var out struct {
+			RunID     string   `json:"runId"`
+			SessionID string   `json:"sessionId"`
+			API       []string `json:"api"`
+		}
+		h.mustOK("python-run", map[string]any{"agentId": "pymem", "sessionId": session, "sessionLevel": level}, &out)
+		if out.SessionID != session || strings.Join(out.API, ",") != "memory_write,memory_search" {
+			t.Fatalf("python-run = %+v", out)
+		}
+		return out.RunID
+	}
+	call := func(runID, op string, params map[string]any) (string, string) {
+		r := h.call("agent-call", map[string]any{"runId": runID, "agentId": "pymem", "operation": op, "params": params})
+		if !r.Success {
+			return r.Code, r.Error
+		}
+		var out json.RawMessage
+		r.Decode(&out)
+		return "", string(out)
+	}
+	high, other := open("notes", ""), open("other", "")
+	medium, low := open("notes", "medium"), open("lowly", "")
+	for _, c := range []struct {
+		name, run, op string
+		params        map[string]any
+		code          mediator.Code
+		want          string
+	}{
+		{"write at high", high, "memory_write", map[string]any{"text": "the deploy key rotates", "tags": []string{"ops"}}, "", `{"id":1}`},
+		{"search at medium", medium, "memory_search", map[string]any{"query": "deploy", "limit": 5}, "", `"snippet":"the [deploy] key rotates","tags":["ops"],"rank":1`},
+		{"write at medium", medium, "memory_write", map[string]any{"text": "x"}, mediator.CodeSessionLevel, "permission denied: memory.write needs a high"},
+		{"search at low", low, "memory_search", map[string]any{"query": "deploy"}, mediator.CodeSessionLevel, "permission denied: memory.search needs a medium"},
+		{"another session", other, "memory_search", map[string]any{"query": "deploy"}, "", `{"results":[]}`},
+		{"hostile query", high, "memory_search", map[string]any{"query": `deploy" OR "x`}, "", `{"results":[]}`},
+		{"unknown param", high, "memory_write", map[string]any{"text": "x", "session": "other"}, mediator.CodeBadRequest, ""},
+		{"tag out of its alphabet", high, "memory_write", map[string]any{"text": "x", "tags": []string{"A B"}}, mediator.CodeBadRequest, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out := call(c.run, c.op, c.params)
+			if code != string(c.code) || !strings.Contains(out, c.want) {
+				t.Fatalf("%s = %q %s; want %q with %q", c.op, code, out, c.code, c.want)
+			}
+		})
+	}
+	// The request may lower the session's level, never raise it.
+	h.wantCode(h.call("python-run", map[string]any{"agentId": "pymem", "sessionId": "lowly", "sessionLevel": "high"}), mediator.CodeSessionLevel)
 }

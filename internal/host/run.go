@@ -110,6 +110,7 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	ctx, barrier := mediator.WithAuditBarrier(ctx)
 	res, err := s.opts.Runtime.Run(ctx, wasmhost.RunSpec{
 		Agent: rec, Module: module, Input: []byte(p.Input), SessionLevel: p.SessionLevel, PageOrigin: p.Origin, Workspace: ws,
+		SessionID: sessionID, Memory: s.opts.Store,
 		Authorizer: s.opts.Authorizer,
 		Browser:    &Browser{peer: &s.peer, agentID: p.AgentID, context: bound, timeout: DefaultBrowserTimeout},
 		Fetch: func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {

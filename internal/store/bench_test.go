@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 	if bigStore.remove {
 		os.RemoveAll(bigStore.dir)
 	}
+	if memoryBenchDir != "" {
+		os.RemoveAll(memoryBenchDir)
+	}
 	os.Exit(code)
 }
 

@@ -40,6 +40,7 @@ var migrations = []migration{
 	{sql: schemaAuditTree, fill: fillAuditTree}, // 6 -> 7: the audit log's tree over the chain (schema_audit_tree.go)
 	{fill: addDenialAuditSeq},                   // 7 -> 8: each denial names its decision's audit record (denials.go)
 	{sql: factsVersion},                         // 8 -> 9: a counter of changes to what decisions read (schema_facts.go)
+	{sql: schemaMemory},                         // 9 -> 10: the sessions' memory, indexed with FTS5 (schema_memory.go)
 }
 
 // migration is one schema step: SQL, then, for a step SQL cannot express

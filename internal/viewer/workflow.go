@@ -49,7 +49,7 @@ func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
 			spec.ID = "session"
 		}
 	}
-	h := &flows.Host{Store: s.cfg.Store, Policy: policy, Runtime: s.cfg.Runtime, Fetch: s.cfg.Fetch, SessionLevel: level,
+	h := &flows.Host{Store: s.cfg.Store, Policy: policy, Runtime: s.cfg.Runtime, Fetch: s.cfg.Fetch, SessionLevel: level, SessionID: msg.SessionID,
 		LogDenial: s.gatewayDenials(msg.SessionID)}
 	settings := workflow.DefaultSettings()
 	if s.cfg.Workflow != nil {

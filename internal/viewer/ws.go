@@ -236,6 +236,7 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 	defer ws.Close()
 	res, err := s.cfg.Runtime.Run(ctx, wasmhost.RunSpec{
 		Agent: rec, Module: module, Input: []byte(msg.Input), SessionLevel: level, Workspace: ws,
+		SessionID: msg.SessionID, Memory: s.cfg.Store,
 		Authorizer: s.cfg.Authorizer, LogDenial: logDenial,
 		Fetch: func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {
 			if s.cfg.Fetch == nil {

@@ -46,6 +46,12 @@ func rawFetch(ptr, n uint32) int32
 //go:wasmimport restricted_api shell
 func rawShell(ptr, n uint32) int32
 
+//go:wasmimport restricted_api memory_write
+func rawMemoryWrite(ptr, n uint32) int32
+
+//go:wasmimport restricted_api memory_search
+func rawMemorySearch(ptr, n uint32) int32
+
 // ABIVersion is the host's restricted API version.
 func ABIVersion() int { return int(abiVersion()) }
 
@@ -208,4 +214,61 @@ func Shell(command string) (string, error) {
 	}
 	err = json.Unmarshal(out, &r)
 	return r.Output, err
+}
+
+// MemoryWrite keeps text, with up to 8 tags (1-32 bytes of a-z, 0-9, '-'
+// and '_'), in the session's memory for its later runs, and returns the
+// entry's id (memory; the session must be high). Text is at most 4 KiB.
+func MemoryWrite(text string, tags []string) (int64, error) {
+	b, err := json.Marshal(struct {
+		Text string   `json:"text"`
+		Tags []string `json:"tags"`
+	}{text, tags})
+	if err != nil {
+		return 0, err
+	}
+	p, n := ptr(b)
+	out, err := take(rawMemoryWrite(p, n))
+	if err != nil {
+		return 0, err
+	}
+	var r struct {
+		ID int64 `json:"id"`
+	}
+	err = json.Unmarshal(out, &r)
+	return r.ID, err
+}
+
+// MemoryHit is one entry a memory search found: a snippet of its text
+// with the matched words in [brackets], its tags, and its place in the
+// ranking (1 is the best).
+type MemoryHit struct {
+	ID      int64    `json:"id"`
+	Snippet string   `json:"snippet"`
+	Tags    []string `json:"tags"`
+	Rank    int      `json:"rank"`
+}
+
+// MemorySearch returns up to limit (1-50; 0 for 10) entries of the
+// session's memory that hold every word of query, best first (memory;
+// the session must be medium or high). The query is words, never search
+// syntax.
+func MemorySearch(query string, limit int) ([]MemoryHit, error) {
+	b, err := json.Marshal(struct {
+		Query string `json:"query"`
+		Limit int    `json:"limit"`
+	}{query, limit})
+	if err != nil {
+		return nil, err
+	}
+	p, n := ptr(b)
+	out, err := take(rawMemorySearch(p, n))
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Results []MemoryHit `json:"results"`
+	}
+	err = json.Unmarshal(out, &r)
+	return r.Results, err
 }

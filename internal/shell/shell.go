@@ -305,7 +305,7 @@ func (sh *Shell) read(name string) ([]byte, error) {
 	if sh.Outside == nil {
 		return nil, mediator.Errorf(mediator.CodePathNotAllowed, "%s is outside the workspace", mediator.Truncate(name, 80))
 	}
-	f, err := sh.Outside.Open(strings.TrimPrefix(path.Clean(name), "/"))
+	f, err := sh.Outside.OpenFile(strings.TrimPrefix(path.Clean(name), "/"), os.O_RDONLY|openNoWait, 0)
 	if err != nil {
 		return nil, mediator.Errorf(mediator.CodeNotFound, "%s: %v", mediator.Truncate(name, 80), errText(err))
 	}

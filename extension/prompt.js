@@ -18,8 +18,24 @@ function describe(target) {
   if (t.method || t.url) parts.push(`${t.method || ''} ${t.url || ''}`.trim());
   if (t.selector) parts.push(`selector ${t.selector}`);
   if (t.origin) parts.push(`page ${t.origin}`);
+  if (t.path) parts.push(`workspace file ${t.path}`);
+  if (Array.isArray(t.paths) && t.paths.length) parts.push(`files ${t.paths.join(', ')}`);
   if (t.textLength) parts.push(`${t.textLength} ${t.textLength === 1 ? 'byte' : 'bytes'} of text`);
   return parts.join('; ') || '(none)';
+}
+
+// rememberAs says what an "always" answer would cover. The outside files
+// of a shell read come as a JSON list, shown as the files themselves.
+function rememberAs(d) {
+  const r = d.rememberAs || '';
+  if (r.startsWith('[')) {
+    try {
+      return `reading exactly ${JSON.parse(r).join(', ')}`;
+    } catch {
+      return r;
+    }
+  }
+  return r || `every ${d.operation || '?'} by this agent`;
 }
 
 let answers = ['allow-once', 'always-allow', 'deny', 'always-block'];
@@ -50,8 +66,9 @@ if (Array.isArray(details.tasks)) {
   // The set is the ceiling on what this agent can ever be granted.
   $('permission-set').textContent = details.permissionSet || '(none named)';
   // The reach of an "always" answer: the method and canonical origin for a
-  // fetch, the page's origin for a write, or the operation as a whole.
-  $('remember-as').textContent = details.rememberAs || `every ${details.operation || '?'} by this agent`;
+  // fetch, the page's origin for a write, the outside files a shell
+  // command reads, or the operation as a whole.
+  $('remember-as').textContent = rememberAs(details);
 }
 for (const answer of answers) {
   $(answer).addEventListener('click', async () => {

@@ -156,12 +156,26 @@ type prompter struct{ peer *peer }
 
 // promptTarget is the exact target a prompt shows: never contents.
 type promptTarget struct {
-	Method     string `json:"method,omitempty"`
-	URL        string `json:"url,omitempty"`
-	Host       string `json:"host,omitempty"`
-	Origin     string `json:"origin,omitempty"`
-	Selector   string `json:"selector,omitempty"`
-	TextLength int    `json:"textLength,omitempty"`
+	Method   string `json:"method,omitempty"`
+	URL      string `json:"url,omitempty"`
+	Host     string `json:"host,omitempty"`
+	Origin   string `json:"origin,omitempty"`
+	Selector string `json:"selector,omitempty"`
+	// Path is a workspace name; Paths the names a shell command reads
+	// and writes, outside ones absolute.
+	Path       string   `json:"path,omitempty"`
+	Paths      []string `json:"paths,omitempty"`
+	TextLength int      `json:"textLength,omitempty"`
+}
+
+// targetOf is the one place an operation becomes what a prompt shows.
+func targetOf(op mediator.Operation) promptTarget {
+	t := promptTarget{Method: op.Method, URL: op.URL, Host: op.Host, Origin: op.Origin,
+		Selector: op.Selector, Path: op.Path, TextLength: op.TextLength}
+	if op.Shell != nil {
+		t.Paths = op.Shell.Paths
+	}
+	return t
 }
 
 // Prompt sends a prompt and waits for its prompt-result. Anything but one
@@ -170,8 +184,7 @@ func (p prompter) Prompt(ctx context.Context, req mediator.PromptRequest) (media
 	op := req.Op
 	r, err := p.peer.ask(ctx, "prompt", req.Timeout, map[string]any{
 		"agentId": op.AgentID, "operation": op.Name, "permission": op.Permission, "class": req.Class,
-		"target": promptTarget{Method: op.Method, URL: op.URL, Host: op.Host, Origin: op.Origin,
-			Selector: op.Selector, TextLength: op.TextLength},
+		"target":     targetOf(op),
 		"rememberAs": req.Target, "permissionSet": req.PermissionSet,
 		"reason": req.Reason, "timeoutMs": req.Timeout.Milliseconds(),
 	})

@@ -169,3 +169,18 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestPromptTargetNamesFiles: a prompt about a workspace write names its
+// file, and one about a shell command names every path the command
+// reads and writes; never what it writes.
+func TestPromptTargetNamesFiles(t *testing.T) {
+	w := targetOf(mediator.Operation{Name: mediator.OpWorkspaceWrite, Path: "notes/a.txt", TextLength: 12})
+	if w.Path != "notes/a.txt" || w.TextLength != 12 || w.Paths != nil {
+		t.Fatalf("workspace write: %+v", w)
+	}
+	op := mediator.ShellOp("a", mediator.LevelHigh, mediator.ShellStep{Command: "cp", ReadsOutside: true, Writes: true, Paths: []string{"/tmp/sample.txt", "imported.txt"}})
+	s := targetOf(op)
+	if len(s.Paths) != 2 || s.Paths[0] != "/tmp/sample.txt" || s.Paths[1] != "imported.txt" {
+		t.Fatalf("shell: %+v", s)
+	}
+}

@@ -84,7 +84,7 @@ func (p layerPrompter) PromptLayer(ctx context.Context, lp mediator.LayerPrompt)
 	for i, t := range lp.Tasks {
 		op := t.Op
 		tasks[i] = layerTask{Task: op.Task, AgentID: op.AgentID, Operation: op.Name, Permission: op.Permission, Class: t.Class,
-			Target:        promptTarget{Method: op.Method, URL: op.URL, Host: op.Host, Origin: op.Origin, Selector: op.Selector, TextLength: op.TextLength},
+			Target:        targetOf(op),
 			PermissionSet: t.PermissionSet, Reason: t.Reason}
 	}
 	r, err := p.peer.ask(ctx, "prompt-layer", lp.Timeout, map[string]any{

@@ -35,7 +35,8 @@ const maxPythonRuns = 64
 type pythonRun struct {
 	owner    *server // the host process the run was opened in
 	agentID  string
-	level    string
+	session  string // the session the run belongs to (store.RunSession)
+	level    string // the run's level: its session's, or lower
 	origin   string
 	context  json.RawMessage // echoed in the run's browser-calls
 	deadline time.Time
@@ -59,7 +60,9 @@ func newRunID() string {
 }
 
 // handlePythonRun opens a run: the same checks as run-agent (origin,
-// context, level), then the agent must be a Python agent with its source.
+// context, level) and the same session rule (store.RunSession: the named
+// session at its level or lower, or a fresh one, named in the reply as
+// sessionId), then the agent must be a Python agent with its source.
 // The reply has what the sandbox needs: the source, the restricted_api
 // names present (the granted ones), the input and the limits.
 func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) {
@@ -78,8 +81,12 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 	for _, g := range rec.Grants {
 		granted = append(granted, g.Permission)
 	}
+	sessionID, level, err := RunSession(ctx, s.opts.Store, p.SessionID, p.SessionLevel)
+	if err != nil {
+		return nil, err
+	}
 	caps := rec.Profile.Capabilities
-	run := &pythonRun{owner: s, agentID: p.AgentID, level: p.SessionLevel, origin: p.Origin, context: bound,
+	run := &pythonRun{owner: s, agentID: p.AgentID, session: sessionID, level: level, origin: p.Origin, context: bound,
 		deadline: time.Now().Add(caps.Timeout() + pythonRunSlack)}
 	id := newRunID()
 	pythonRuns.Lock()
@@ -109,7 +116,7 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 		}
 	}
 	return map[string]any{
-		"runId": id, "agentId": p.AgentID, "source": string(source), "moduleSha256": rec.ModuleSHA256,
+		"runId": id, "agentId": p.AgentID, "sessionId": sessionID, "source": string(source), "moduleSha256": rec.ModuleSHA256,
 		"api": api, "absent": absent, "input": p.Input, "executionTimeout": caps.ExecutionTimeout, "maxMemory": caps.MaxMemory,
 	}, nil
 }

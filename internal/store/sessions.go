@@ -3,7 +3,9 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -186,4 +188,37 @@ func (s *Store) ListSessions(ctx context.Context) ([]SessionInfo, error) {
 		return nil, storeErr("list sessions", err)
 	}
 	return out, nil
+}
+
+// NewSessionID is a fresh session's id: "run-" and 16 hex digits.
+func NewSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}
+
+// RunSession resolves a run's session: the named one (unknown_session
+// when it was never set up) with the run's level, which the request may
+// lower but never raise (mediator.RunLevel), or, when id is "", a fresh
+// one at the level the request asks for (medium by default): a run that
+// names no session starts one, as the extension's "new session" does. It
+// returns the session's id and the run's level.
+func (s *Store) RunSession(ctx context.Context, id, asked string) (string, string, error) {
+	if id == "" {
+		id = NewSessionID()
+		level, err := mediator.ParseLevel(asked)
+		if err != nil {
+			return "", "", err
+		}
+		patch, _ := json.Marshal(map[string]string{"permission_level": level})
+		if _, err := s.UpdateSessionSettings(ctx, id, patch); err != nil {
+			return "", "", err
+		}
+	}
+	set, err := s.SessionSettings(ctx, id)
+	if err != nil {
+		return "", "", err
+	}
+	level, err := mediator.RunLevel(id, set.PermissionLevel, asked)
+	return id, level, err
 }

@@ -72,8 +72,12 @@ func (s *Store) prepareWorkspace(id string) (string, error) {
 	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) && oldWorkspaceName.MatchString(id) {
 		old := filepath.Join(s.dir, "session-workspaces", id)
 		if fi, err := os.Lstat(old); err == nil && fi.IsDir() {
-			if err := os.Rename(old, root); err != nil && !errors.Is(err, fs.ErrExist) {
-				return "", mediator.Errorf(mediator.CodeInternal, "move workspace %s to %s: %v", old, root, err)
+			// Another process may have moved it first: then the new name
+			// is there, and that is the workspace.
+			if err := os.Rename(old, root); err != nil {
+				if _, serr := os.Lstat(root); serr != nil {
+					return "", mediator.Errorf(mediator.CodeInternal, "move workspace %s to %s: %v", old, root, err)
+				}
 			}
 		}
 	}

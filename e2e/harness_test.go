@@ -83,7 +83,7 @@ func setup(m *testing.M) (int, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return 1, fmt.Errorf("scripts/build-agents.sh: %v\n%s", err, out)
 	}
-	for _, name := range []string{"page-reader", "clipboard-note", "fetcher"} {
+	for _, name := range []string{"page-reader", "clipboard-note", "fetcher", "notes"} {
 		if modules[name], err = os.ReadFile(filepath.Join(ext, "agents", name+".wasm")); err != nil {
 			return 1, err
 		}

@@ -1,9 +1,11 @@
 // The options page reads everything from the host: agents, grants,
-// remembered answers and the denial log. It keeps no state of its own;
+// remembered answers and the denial log. It keeps no state of its own but
+// the current session's id (sessions.js, shared with the popup);
 // the audit trail's checkpoint is the service worker's (audit.js), which
 // checks it again each time this page opens.
 import { host, el } from './host.js';
 import { runPython } from './pyrun.js';
+import { currentSession, setCurrentSession } from './sessions.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -148,11 +150,18 @@ $('py-run').addEventListener('click', async () => {
   out.textContent = 'loading Python...';
   delete out.dataset.status;
   let first = true;
-  const r = await runPython({ agentId: $('py-agent').value, input: $('py-input').value,
+  const r = await runPython({ agentId: $('py-agent').value, input: $('py-input').value, sessionId: await currentSession(),
     onOutput: (text) => { if (first) { out.textContent = ''; first = false; } out.textContent += text; } });
   out.textContent = r.output + (r.code ? `\n[${r.code}] ${r.error || ''}` : '');
+  if (r.sessionId) await setCurrentSession(r.sessionId);
+  await showSession();
   out.dataset.status = r.status;
   loadDenials();
 });
+
+async function showSession() {
+  $('py-session').textContent = (await currentSession()) || 'a new one at the next run (medium)';
+}
+showSession();
 refresh();
 checkAudit();

@@ -1,7 +1,11 @@
 // Runs an agent on the active tab (or the tab in ?tab=ID, when the popup is
-// opened as a page) and shows its output and denials as they stream in.
+// opened as a page) in the current session, and shows its output and
+// denials as they stream in. The person picks the session here or starts
+// a new one (medium); a run with no current session starts one, which then
+// becomes current.
 import { host, el } from './host.js';
 import { runPython } from './pyrun.js';
+import { currentSession, setCurrentSession, listSessions, startSession } from './sessions.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -12,7 +16,56 @@ async function targetTab() {
   return tab;
 }
 
+// showSessions fills the picker with the host's sessions and shows the
+// current one. A kept id the host no longer has is dropped: the next run
+// starts a session rather than fail with unknown_session.
+async function showSessions() {
+  let list = [];
+  try {
+    list = await listSessions();
+    $('session-error').textContent = '';
+  } catch (e) {
+    $('session-error').textContent = `sessions: ${e.code}: ${e.message}`;
+  }
+  let current = await currentSession();
+  if (current && !list.some((s) => s.sessionId === current)) {
+    current = '';
+    await setCurrentSession('');
+  }
+  const options = list.map((s) => el('option', `${s.sessionId} (${s.settings.permission_level})`, { value: s.sessionId }));
+  options.unshift(el('option', 'a new session (medium)', { value: '' }));
+  $('session').replaceChildren(...options);
+  $('session').value = current;
+  const cur = list.find((s) => s.sessionId === current);
+  $('session-current').textContent = cur ? `${cur.sessionId} (${cur.settings.permission_level})` : 'a new one at the next run (medium)';
+  $('session-current').dataset.session = current;
+}
+
+$('session').addEventListener('change', async () => {
+  await setCurrentSession($('session').value);
+  await showSessions();
+});
+$('session-new').addEventListener('click', async () => {
+  try {
+    await startSession($('session-name').value.trim());
+    $('session-name').value = '';
+  } catch (e) {
+    $('session-error').textContent = `new session: ${e.code}: ${e.message}`;
+  }
+  await showSessions();
+});
+
+// ranIn makes the session a run reported current: the fresh one a run
+// without a session started.
+async function ranIn(sessionId) {
+  if (sessionId && sessionId !== (await currentSession())) {
+    await setCurrentSession(sessionId);
+    await showSessions();
+  }
+}
+
 async function init() {
+  await showSessions();
   const r = await host('list-agents');
   const agents = r.success ? r.data.agents : [];
   $('agent').replaceChildren(...agents.filter((a) => a.moduleSha256).map((a) => el('option', a.profile.agentId,
@@ -30,28 +83,33 @@ $('run').addEventListener('click', async () => {
   out.textContent = '';
   denials.replaceChildren();
   delete out.dataset.status;
+  const sessionId = await currentSession();
   const showDenial = (d) => denials.append(el('li', `${d.permission}: ${d.code}: ${d.context?.reason || ''}`, { 'data-code': d.code }));
   if ($('agent').selectedOptions[0]?.dataset.runtime === 'python') {
     // Python runs here, in a sandbox frame; the host decides every call.
-    const r = await runPython({ agentId: $('agent').value, input: $('input').value, tabId: tab?.id,
+    const r = await runPython({ agentId: $('agent').value, input: $('input').value, tabId: tab?.id, sessionId,
       onOutput: (text) => { out.textContent += text; }, onDenial: showDenial });
     out.textContent = r.output;
     if (r.code) out.textContent += `\n[${r.code}] ${r.error || ''}`;
     out.dataset.timings = JSON.stringify(r.timings);
-    out.dataset.status = r.status;
+    await ranIn(r.sessionId);
+    out.dataset.session = r.sessionId || '';
+    out.dataset.status = r.status; // last: a run's end is seen with its session
     return;
   }
   // The service worker binds the run to the document this tab holds now
   // and takes the origin from that document, not from tab.url.
-  const r = await host('run-agent', { agentId: $('agent').value, input: $('input').value, tabId: tab?.id }, (ev) => {
+  const r = await host('run-agent', { agentId: $('agent').value, input: $('input').value, tabId: tab?.id, sessionId }, (ev) => {
     if (ev.event === 'output') out.textContent += ev.data.text;
     if (ev.event === 'denial') denials.append(el('li', `${ev.data.permission}: ${ev.data.code}: ${ev.data.context?.reason || ''}`, { 'data-code': ev.data.code }));
   });
   if (r.success) {
     // The reply holds the whole output; streamed pieces may still be in flight.
     out.textContent = r.data.output;
-    out.dataset.status = r.data.status;
     if (r.data.code) out.textContent += `\n[${r.data.code}] ${r.data.error}`;
+    await ranIn(r.data.sessionId);
+    out.dataset.session = r.data.sessionId;
+    out.dataset.status = r.data.status; // last: a run's end is seen with its session
   } else {
     out.dataset.status = r.code;
     out.textContent += `\n[${r.code}] ${r.error}`;

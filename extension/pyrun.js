@@ -46,10 +46,11 @@ function openSandbox() {
 }
 
 // runPython runs agentId on the tab (tabId may be undefined: an unbound
-// run, whose page calls are refused: no tab). onOutput gets text as it
-// comes; onDenial each refused call. It resolves to {status, output, code,
-// error, timings}.
-export async function runPython({ agentId, input, tabId, onOutput = () => {}, onDenial = () => {} }) {
+// run, whose page calls are refused: no tab) in session sessionId ('' or
+// undefined: a fresh one). onOutput gets text as it comes; onDenial each
+// refused call. It resolves to {status, output, code, error, timings,
+// sessionId}.
+export async function runPython({ agentId, input, tabId, sessionId = '', onOutput = () => {}, onDenial = () => {} }) {
   const t0 = performance.now();
   const timings = {};
   let output = '';
@@ -103,7 +104,7 @@ export async function runPython({ agentId, input, tabId, onOutput = () => {}, on
   });
 
   async function start() {
-    const r = await host('python-run', { agentId, input, tabId });
+    const r = await host('python-run', { agentId, input, tabId, sessionId });
     if (!r?.success) {
       finish({ status: r?.code || 'internal_error', error: r?.error, code: r?.code });
       return;
@@ -128,5 +129,5 @@ export async function runPython({ agentId, input, tabId, onOutput = () => {}, on
   timings.totalMs = Math.round(performance.now() - t0);
   if (run) await host('python-run-end', { runId: run.runId, agentId, status: res.status });
   const status = res.status;
-  return { status, output, code: status === 'ok' ? undefined : (res.code || status), error: res.error, timings };
+  return { status, output, code: status === 'ok' ? undefined : (res.code || status), error: res.error, timings, sessionId: run?.sessionId };
 }

@@ -12,6 +12,8 @@ const PAGE_REQUESTS = new Set([
   'network-fetch', 'run-agent', 'run-workflow', 'list-denials', 'list-preferences', 'revoke-preference', 'list-audit',
   // Python agents: the page that holds the sandbox relays its calls.
   'python-run', 'agent-call', 'python-run-end', 'log-denial',
+  // Sessions: the popup's picker.
+  'list-sessions', 'set-session',
 ]);
 
 // What a page's request becomes before it goes to the host. A run is bound

@@ -1,5 +1,10 @@
 package mediator
 
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
 // SessionSettings are one session's settings: the permission
 // level its runs get and its workspace. The zero value is not stored; a new
 // session starts at LevelMedium.
@@ -13,25 +18,35 @@ type SessionSettings struct {
 // session at a directory of its choosing.
 type SessionWorkspace struct {
 	Mode    string `json:"mode"`     // always "session": one directory per session
-	RootDir string `json:"root_dir"` // <data dir>/session-workspaces/<session id>
+	RootDir string `json:"root_dir"` // <data dir>/session-workspaces/<encoded session id>
 }
 
 // WorkspaceModeSession is the only workspace mode: each session has its own.
 const WorkspaceModeSession = "session"
 
-// MaxSessionIDLen bounds a session id.
-const MaxSessionIDLen = 128
-
-// Session ids name directories, so they are a portable file name: no path
-// separators, no leading dot (".", ".." and hidden files), nothing Windows
-// refuses.
-var sessionIDPattern = lazyRegexp(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
+// MaxSessionIDLen bounds a session id, in bytes.
+const MaxSessionIDLen = 256
 
 // ValidSessionID reports whether id can name a session (unknown_session
-// otherwise: an id that can never exist is not a session).
+// otherwise: an id that can never exist is not a session). An id is any
+// non-empty UTF-8 text of at most MaxSessionIDLen bytes without control
+// characters: a session id is a name a person or a client chose ("chat
+// 2026-11-23", "issue/15", "日記"), and it is never a file name: the store
+// derives its workspace directory's name from it. NUL and the other
+// control characters are refused because an id is shown in the popup,
+// the viewer, the CLI and log lines, where a newline, an escape sequence
+// or a NUL could forge or hide what a person reads.
 func ValidSessionID(id string) error {
-	if id == "" || len(id) > MaxSessionIDLen || !sessionIDPattern().MatchString(id) {
-		return Errorf(CodeUnknownSession, "session id %q must be 1-%d characters of letters, digits, '.', '_' or '-', not starting with '.'", Truncate(id, 64), MaxSessionIDLen)
+	if id == "" || len(id) > MaxSessionIDLen {
+		return Errorf(CodeUnknownSession, "session id %q must be 1-%d bytes", Truncate(id, 64), MaxSessionIDLen)
+	}
+	if !utf8.ValidString(id) {
+		return Errorf(CodeUnknownSession, "session id %q is not valid UTF-8", Truncate(id, 64))
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return Errorf(CodeUnknownSession, "session id %q has a control character (U+%04X)", Truncate(id, 64), r)
+		}
 	}
 	return nil
 }

@@ -141,6 +141,8 @@ func routeGroup(ctx context.Context, group string, env Env) error {
 		return runSessionSet(ctx, sub)
 	case "session show":
 		return runSessionShow(ctx, sub)
+	case "session list":
+		return runSessionList(ctx, sub)
 	case "audit verify":
 		return runAuditVerifyCheckpoint(ctx, sub)
 	case "audit tail":

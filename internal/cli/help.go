@@ -73,7 +73,7 @@ var specs = []*spec{
 			"nmhost inspect --json f.wasm | jq .permissionSet",
 		},
 		minArgs: 1, maxArgs: 1},
-	{name: "workflow run", synopsis: "[--level L] [--yes-to-layers] [--json] FILE.json",
+	{name: "workflow run", synopsis: "[--session ID] [--level L] [--yes-to-layers] [--json] FILE.json",
 		summary: "runs a workflow of installed agents layer by layer: each layer decided before it runs, one prompt for its tasks that need a person (denied when stdin is not a terminal); exits 1 when a task failed",
 		args:    [][2]string{{"FILE.json", "the workflow: {\"id\", \"tasks\": [{\"id\", \"dependsOn\", \"run\"|\"call\"|\"code\"}]} (docs/permissions.md, \"Workflows\")"}},
 		examples: []string{
@@ -83,7 +83,7 @@ var specs = []*spec{
 		minArgs: 1, maxArgs: 1},
 	{name: "session set", synopsis: "[--level L] ID",
 		summary:  "creates a session (medium) or changes its permission level; the same settings as the viewer's PUT /api/sessions/:id/settings",
-		args:     [][2]string{{"ID", "the session's id"}},
+		args:     [][2]string{{"ID", "the session's id: any text up to 256 bytes without control characters"}},
 		examples: []string{"nmhost session set --level low chat-1"},
 		minArgs:  1, maxArgs: 1},
 	{name: "session show", synopsis: "ID",
@@ -91,6 +91,10 @@ var specs = []*spec{
 		args:     [][2]string{{"ID", "the session's id"}},
 		examples: []string{"nmhost session show chat-1"},
 		minArgs:  1, maxArgs: 1},
+	{name: "session list", synopsis: "[--json]",
+		summary:  "lists the sessions (id, level, created, updated, workspace directory), the most recently changed first; the same store as the viewer's PUT /api/sessions/:id/settings and the extension's set-session",
+		examples: []string{"nmhost session list", "nmhost session list --json"},
+		maxArgs:  0},
 	{name: "shell", synopsis: "--session ID [-c COMMAND]",
 		summary: "the session shell over the session's workspace, at its level: ls, cat, head, tail, wc, grep, find, mkdir, touch, cp, mv, rm, echo, pwd, in Go, never a process; each command decided and recorded; -c runs one and exits 1 on a refusal",
 		examples: []string{

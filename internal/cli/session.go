@@ -9,11 +9,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/agentgate/nmhost/internal/shell"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
-	"github.com/agentgate/nmhost/workspace"
 )
 
 // runSessionSet: nmhost session set ID --level L. It creates the session
@@ -62,6 +63,45 @@ func runSessionShow(ctx context.Context, env Env) error {
 	return printSession(env.Stdout, args[0], set)
 }
 
+// runSessionList: nmhost session list [--json]. The sessions of the
+// store PUT /api/sessions/:id/settings and the extension's set-session
+// write, the most recently changed first.
+func runSessionList(ctx context.Context, env Env) error {
+	var jsonOutput bool
+	fs := flag.NewFlagSet("session list", flag.ContinueOnError)
+	fs.BoolVar(&jsonOutput, "json", false, "print one JSON object per session")
+	if _, err := parse(specFor("session list"), fs, env); err != nil {
+		return err
+	}
+	st, err := openStore(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	list, err := st.ListSessions(ctx)
+	if err != nil {
+		return err
+	}
+	if jsonOutput {
+		enc := json.NewEncoder(env.Stdout)
+		for _, si := range list {
+			if err := enc.Encode(si); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tLEVEL\tCREATED\tUPDATED\tWORKSPACE")
+	ts := func(ms int64) string { return time.UnixMilli(ms).Local().Format("2006-01-02 15:04:05") }
+	for _, si := range list {
+		// An id may hold tabs' neighbours (spaces) but never a control
+		// character (mediator.ValidSessionID), so it cannot break a row.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", si.ID, si.Settings.PermissionLevel, ts(si.CreatedAt), ts(si.UpdatedAt), si.Settings.Workspace.RootDir)
+	}
+	return tw.Flush()
+}
+
 func printSession(w io.Writer, id string, set mediator.SessionSettings) error {
 	_, err := fmt.Fprintf(w, "session %s\n  level      %s\n  workspace  %s\n", id, set.PermissionLevel, set.Workspace.RootDir)
 	return err
@@ -91,7 +131,7 @@ func runShell(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	ws, err := workspace.Open(st.SessionWorkspaceDir(session), workspace.Limits{})
+	ws, err := st.OpenWorkspace(session)
 	if err != nil {
 		return err
 	}

@@ -15,15 +15,17 @@ import (
 	"github.com/agentgate/nmhost/workflow"
 )
 
-// runWorkflowCmd: nmhost workflow run [--level L] [--yes-to-layers] [--json]
-// FILE.json. The agents must be installed; each layer is decided before
+// runWorkflowCmd: nmhost workflow run [--session ID] [--level L]
+// [--yes-to-layers] [--json] FILE.json. The workflow runs in a session
+// like every run (store.RunSession: a fresh one without --session). The agents must be installed; each layer is decided before
 // it runs, and a layer that needs a person is asked about once on the
 // terminal (denied when stdin is not one, unless --yes-to-layers).
 func runWorkflowCmd(ctx context.Context, env Env) error {
-	var level string
+	var level, session string
 	var yes, jsonOutput bool
 	fs := flag.NewFlagSet("workflow run", flag.ContinueOnError)
-	fs.StringVar(&level, "level", "", "the session's permission level `L`: low, medium (default) or high")
+	fs.StringVar(&level, "level", "", "the run's permission level `L`: low, medium (default) or high; never above its session's")
+	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session")
 	fs.BoolVar(&yes, "yes-to-layers", false, "answer every layer prompt with allow-once (for scripts; each task is still decided and recorded)")
 	fs.BoolVar(&jsonOutput, "json", false, "print each task-result and the summary as JSON lines")
 	args, err := parse(specFor("workflow run"), fs, env)
@@ -66,7 +68,16 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 		return err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
-	h := &flows.Host{Store: st, Policy: policy, Runtime: rt, Fetch: fetch, LogDenial: logDenial, SessionLevel: level}
+	session, level, err = st.RunSession(ctx, session, level)
+	if err != nil {
+		return err
+	}
+	ws, err := st.OpenWorkspace(session)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	h := &flows.Host{Store: st, Policy: policy, Runtime: rt, Fetch: fetch, LogDenial: logDenial, SessionLevel: level, Workspace: ws, SessionID: session}
 	enc := json.NewEncoder(env.Stdout)
 	events := func(r workflow.TaskResult) {
 		if jsonOutput {
@@ -86,9 +97,9 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 		return err
 	}
 	if jsonOutput {
-		enc.Encode(map[string]any{"event": "summary", "data": sum})
+		enc.Encode(map[string]any{"event": "summary", "data": sum, "sessionId": session})
 	} else {
-		fmt.Fprintf(env.Stderr, "nmhost: workflow %s: %s, %s, %s\n", sum.Workflow, sum.Status, plural(sum.Layers, "layer"), plural(sum.Prompts, "layer prompt"))
+		fmt.Fprintf(env.Stderr, "nmhost: workflow %s: %s, %s, %s (session %s)\n", sum.Workflow, sum.Status, plural(sum.Layers, "layer"), plural(sum.Prompts, "layer prompt"), session)
 	}
 	if sum.Status != "ok" {
 		return errRunFailed

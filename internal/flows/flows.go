@@ -13,6 +13,7 @@ import (
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 	"github.com/agentgate/nmhost/workflow"
+	"github.com/agentgate/nmhost/workspace"
 )
 
 // Host is what a workflow's tasks run on. Store, Policy and Runtime are
@@ -26,8 +27,13 @@ type Host struct {
 	// Browser returns the browser side for an agent's calls; nil: none.
 	Browser func(agentID string) wasmhost.Browser
 	// LogDenial records what the runtime refuses at link time.
-	LogDenial    func(ctx context.Context, d mediator.Denial)
+	LogDenial func(ctx context.Context, d mediator.Denial)
+	// SessionLevel and Workspace are the level the workflow's runs get
+	// and its session's workspace (store.RunSession and OpenWorkspace):
+	// every agent task works in that one workspace, within its one quota,
+	// at that level. A nil Workspace mounts none.
 	SessionLevel string
+	Workspace    *workspace.Workspace
 	// SessionID is the session the workflow runs in: its tasks reach that
 	// session's memory. "" gives them none (memory calls are then
 	// unknown_session).
@@ -91,7 +97,7 @@ func (a agents) Run(ctx context.Context, agentID, input string) (map[string]any,
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s]: %w", mediator.Truncate(agentID, 64), err)
 	}
-	spec := wasmhost.RunSpec{Agent: rec, Module: module, Input: []byte(input), SessionLevel: h.SessionLevel,
+	spec := wasmhost.RunSpec{Agent: rec, Module: module, Input: []byte(input), SessionLevel: h.SessionLevel, Workspace: h.Workspace,
 		Authorizer: h.Policy, LogDenial: h.LogDenial, SessionID: h.SessionID, Memory: h.Store}
 	if h.Browser != nil {
 		spec.Browser = h.Browser(agentID)

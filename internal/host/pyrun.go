@@ -35,8 +35,8 @@ const maxPythonRuns = 64
 type pythonRun struct {
 	owner    *server // the host process the run was opened in
 	agentID  string
-	session  string // the session the run belongs to: its memory
-	level    string
+	session  string // the session the run belongs to (store.RunSession): its workspace and memory
+	level    string // the run's level: its session's, or lower
 	origin   string
 	context  json.RawMessage // echoed in the run's browser-calls
 	deadline time.Time
@@ -60,7 +60,9 @@ func newRunID() string {
 }
 
 // handlePythonRun opens a run: the same checks as run-agent (origin,
-// context, level), then the agent must be a Python agent with its source.
+// context, level) and the same session rule (store.RunSession: the named
+// session at its level or lower, or a fresh one, named in the reply as
+// sessionId), then the agent must be a Python agent with its source.
 // The reply has what the sandbox needs: the source, the restricted_api
 // names present (the granted ones), the input and the limits.
 func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) {

@@ -2,8 +2,6 @@ package host
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -134,30 +132,10 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	return runResult{Result: res, SessionID: sessionID}, nil
 }
 
-// RunSession resolves a run's session: the named one (unknown_session when
-// it was never set up) with the run's level, or a fresh one at the level
-// the request asks for (medium by default): a run that names no session
-// starts one, as the extension's "new session" does.
+// RunSession resolves a run's session (store.RunSession): every run kind
+// of the host, the viewer and the CLI uses this one rule.
 func RunSession(ctx context.Context, st *store.Store, id, asked string) (string, string, error) {
-	if id == "" {
-		var b [8]byte
-		rand.Read(b[:])
-		id = "run-" + hex.EncodeToString(b[:])
-		level, err := mediator.ParseLevel(asked)
-		if err != nil {
-			return "", "", err
-		}
-		patch, _ := json.Marshal(map[string]string{"permission_level": level})
-		if _, err := st.UpdateSessionSettings(ctx, id, patch); err != nil {
-			return "", "", err
-		}
-	}
-	set, err := st.SessionSettings(ctx, id)
-	if err != nil {
-		return "", "", err
-	}
-	level, err := mediator.RunLevel(id, set.PermissionLevel, asked)
-	return id, level, err
+	return st.RunSession(ctx, id, asked)
 }
 
 // runResult is run-agent's reply: the run's result and its session.

@@ -97,6 +97,8 @@ var handlers = map[string]handlerFunc{
 	"python-run":        handlePythonRun,
 	"agent-call":        handleAgentCall,
 	"python-run-end":    handlePythonRunEnd,
+	"list-sessions":     handleListSessions,
+	"set-session":       handleSetSession,
 }
 
 type server struct {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 )
@@ -76,4 +79,134 @@ func TestRunsWorkInTheirSession(t *testing.T) {
 	if set, err := h.st.SessionSettings(ctx, fresh); err != nil || set.PermissionLevel != mediator.LevelMedium {
 		t.Fatalf("%v %+v", err, set)
 	}
+}
+
+// TestSessionRequests: set-session starts a session (fresh id without
+// one, medium by default) or changes its level; list-sessions lists what
+// set-session, the store and runs made. Hostile parameters are refused
+// with their code and change nothing.
+func TestSessionRequests(t *testing.T) {
+	h := newHarness(t, true)
+	var fresh sessionReply
+	h.mustOK("set-session", map[string]any{}, &fresh)
+	if !strings.HasPrefix(fresh.SessionID, "run-") || fresh.Settings.PermissionLevel != mediator.LevelMedium || fresh.Settings.Workspace.Mode != "session" {
+		t.Fatalf("fresh session %+v", fresh)
+	}
+	var named sessionReply
+	h.mustOK("set-session", map[string]any{"sessionId": "notes/../2026 日記", "level": "low"}, &named)
+	if named.SessionID != "notes/../2026 日記" || named.Settings.PermissionLevel != mediator.LevelLow {
+		t.Fatalf("named session %+v", named)
+	}
+	h.mustOK("set-session", map[string]any{"sessionId": "notes/../2026 日記"}, &named)
+	if named.Settings.PermissionLevel != mediator.LevelLow {
+		t.Fatalf("a set-session without a level changed it: %+v", named)
+	}
+	for _, c := range []struct {
+		name   string
+		params map[string]any
+		code   mediator.Code
+	}{
+		{"nul in id", map[string]any{"sessionId": "a\x00b"}, mediator.CodeUnknownSession},
+		{"newline in id", map[string]any{"sessionId": "a\nforged line"}, mediator.CodeUnknownSession},
+		{"escape in id", map[string]any{"sessionId": "\x1b[2J"}, mediator.CodeUnknownSession},
+		{"id over 256 bytes", map[string]any{"sessionId": strings.Repeat("a", 257)}, mediator.CodeUnknownSession},
+		{"unknown level", map[string]any{"sessionId": "x", "level": "root"}, mediator.CodeInvalidLevel},
+		{"level with case", map[string]any{"sessionId": "x", "level": "HIGH"}, mediator.CodeInvalidLevel},
+		{"workspace root from the client", map[string]any{"sessionId": "x", "rootDir": "/etc"}, mediator.CodeBadRequest},
+		{"id as a number", map[string]any{"sessionId": 7}, mediator.CodeBadRequest},
+		{"list with a filter", nil, mediator.CodeBadRequest},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.params == nil {
+				h.wantCode(h.call("list-sessions", map[string]any{"agentId": "x"}), c.code)
+				return
+			}
+			h.wantCode(h.call("set-session", c.params), c.code)
+		})
+	}
+	var list struct {
+		Sessions []store.SessionInfo `json:"sessions"`
+	}
+	h.mustOK("list-sessions", map[string]any{}, &list)
+	got := map[string]string{}
+	for _, s := range list.Sessions {
+		got[s.ID] = s.Settings.PermissionLevel
+		if s.Settings.Workspace.RootDir != h.st.SessionWorkspaceDir(s.ID) || s.CreatedAt == 0 || s.UpdatedAt < s.CreatedAt {
+			t.Errorf("listed %+v", s)
+		}
+	}
+	if len(got) != 2 || got[fresh.SessionID] != mediator.LevelMedium || got["notes/../2026 日記"] != mediator.LevelLow {
+		t.Fatalf("list-sessions = %v; the refused requests must have made none", got)
+	}
+}
+
+// TestEveryRunKindHasASession: python-run and run-workflow take a
+// session like run-agent: a named one at its level (lowered, never
+// raised), or a fresh one named in the reply; a workflow's agent tasks
+// work in the session's workspace.
+func TestEveryRunKindHasASession(t *testing.T) {
+	module, err := fsprobe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, true)
+	h.mustOK("install-agent", map[string]any{"profile": map[string]any{
+		"agentId": "files", "permissionSet": "filesystem", "permissions": map[string]any{"required": []string{}},
+		"capabilities": map[string]any{"maxMemory": 33554432, "executionTimeout": 300000},
+	}, "module": base64.StdEncoding.EncodeToString(module)}, nil)
+	h.mustOK("install-agent", map[string]any{"profile": pyProfile("py", []string{"console.log"}), "module": pySource}, nil)
+	ctx := context.Background()
+	if _, err := h.st.UpdateSessionSettings(ctx, "s/1", []byte(`{"permission_level":"medium"}`)); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("python-run", func(t *testing.T) {
+		var out struct {
+			SessionID string `json:"sessionId"`
+		}
+		h.mustOK("python-run", map[string]any{"agentId": "py", "sessionId": "s/1", "sessionLevel": "low"}, &out)
+		if out.SessionID != "s/1" {
+			t.Fatalf("python-run session %q", out.SessionID)
+		}
+		h.mustOK("python-run", map[string]any{"agentId": "py"}, &out)
+		if !strings.HasPrefix(out.SessionID, "run-") {
+			t.Fatalf("python-run fresh session %q", out.SessionID)
+		}
+		h.wantCode(h.call("python-run", map[string]any{"agentId": "py", "sessionId": "s/1", "sessionLevel": "high"}), mediator.CodeSessionLevel)
+		h.wantCode(h.call("python-run", map[string]any{"agentId": "py", "sessionId": "never-made"}), mediator.CodeUnknownSession)
+		h.wantCode(h.call("python-run", map[string]any{"agentId": "py", "sessionId": "a\x00b"}), mediator.CodeUnknownSession)
+	})
+	t.Run("run-workflow", func(t *testing.T) {
+		wf := map[string]any{"id": "notes", "tasks": []any{
+			map[string]any{"id": "w", "run": map[string]any{"agentId": "files", "input": "write /workspace/wf.txt from-workflow"}},
+		}}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		rep, err := h.client.Call(cctx, "run-workflow", map[string]any{"sessionId": "s/1", "workflow": wf})
+		if err != nil || !rep.Success {
+			t.Fatalf("run-workflow: %v %+v", err, rep)
+		}
+		var sum struct {
+			SessionID string `json:"sessionId"`
+			Status    string `json:"status"`
+		}
+		json.Unmarshal(rep.Data, &sum)
+		if sum.SessionID != "s/1" || sum.Status != "ok" {
+			t.Fatalf("run-workflow reply %s", rep.Data)
+		}
+		b, err := os.ReadFile(filepath.Join(h.st.SessionWorkspaceDir("s/1"), "wf.txt"))
+		if err != nil || string(b) != "from-workflow" {
+			t.Fatalf("the workflow's file in the session's workspace: %q %v", b, err)
+		}
+		h.wantCode(h.call("run-workflow", map[string]any{"sessionId": "s/1", "sessionLevel": "high", "workflow": wf}), mediator.CodeSessionLevel)
+		h.wantCode(h.call("run-workflow", map[string]any{"sessionId": "never-made", "workflow": wf}), mediator.CodeUnknownSession)
+		rep, err = h.client.Call(cctx, "run-workflow", map[string]any{"workflow": map[string]any{"tasks": []any{
+			map[string]any{"id": "c", "code": map[string]any{"op": "code:map", "expr": "1"}}}}})
+		if err != nil || !rep.Success {
+			t.Fatalf("run-workflow without a session: %v %+v", err, rep)
+		}
+		json.Unmarshal(rep.Data, &sum)
+		if !strings.HasPrefix(sum.SessionID, "run-") {
+			t.Fatalf("fresh workflow session %q", sum.SessionID)
+		}
+	})
 }

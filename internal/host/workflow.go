@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 
@@ -13,8 +14,17 @@ import (
 )
 
 type workflowParams struct {
-	Workflow     json.RawMessage `json:"workflow"`
-	SessionLevel string          `json:"sessionLevel"`
+	Workflow json.RawMessage `json:"workflow"`
+	// SessionID and SessionLevel are a run's (runParams): the session the
+	// workflow's tasks work in, "" for a fresh one.
+	SessionID    string `json:"sessionId"`
+	SessionLevel string `json:"sessionLevel"`
+}
+
+// workflowResult is run-workflow's reply: the summary and the session.
+type workflowResult struct {
+	workflow.Summary
+	SessionID string `json:"sessionId"`
 }
 
 // workflowSeq numbers the workflows of this process that came without an
@@ -24,7 +34,8 @@ var workflowSeq atomic.Int64
 // handleRunWorkflow runs a workflow: the graph is checked before anything
 // runs, each layer is decided before it runs (one prompt-layer for the
 // tasks that need a person), each task's end is a task-result event, and
-// the reply is the summary.
+// the reply is the summary and the session it ran in (a fresh one when
+// the request names none, as run-agent).
 func handleRunWorkflow(ctx context.Context, s *server, req *request) (any, error) {
 	if s.opts.Runtime == nil {
 		return nil, mediator.Errorf(mediator.CodeInternal, "this host has no WebAssembly runtime")
@@ -47,8 +58,17 @@ func handleRunWorkflow(ctx context.Context, s *server, req *request) (any, error
 	if spec.ID == "" {
 		spec.ID = "wf-" + strconv.FormatInt(workflowSeq.Add(1), 10)
 	}
+	sessionID, level, err := RunSession(ctx, s.opts.Store, p.SessionID, p.SessionLevel)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := s.opts.Store.OpenWorkspace(sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("session[%s] workspace: %w", sessionID, err)
+	}
+	defer ws.Close()
 	h := &flows.Host{Store: s.opts.Store, Policy: policy, Runtime: s.opts.Runtime, Fetch: s.fetch,
-		LogDenial: s.recordDenial, SessionLevel: p.SessionLevel,
+		LogDenial: s.recordDenial, SessionLevel: level, Workspace: ws, SessionID: sessionID,
 		Browser: func(agentID string) wasmhost.Browser {
 			return &Browser{peer: &s.peer, agentID: agentID, timeout: DefaultBrowserTimeout}
 		}}
@@ -59,7 +79,11 @@ func handleRunWorkflow(ctx context.Context, s *server, req *request) (any, error
 	env := h.Env(settings, layerPrompter{&s.peer}, func(r workflow.TaskResult) {
 		_ = s.write(req.ID, event{ID: req.ID, Event: "task-result", Data: r})
 	})
-	return workflow.Run(ctx, spec, env)
+	sum, err := workflow.Run(ctx, spec, env)
+	if err != nil {
+		return nil, err
+	}
+	return workflowResult{Summary: sum, SessionID: sessionID}, nil
 }
 
 // layerPrompter asks about a workflow layer through the extension's

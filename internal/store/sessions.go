@@ -3,23 +3,18 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/agentgate/nmhost/mediator"
 )
 
 // MaxSessionPatchBytes bounds a settings patch; real ones are under 200 bytes.
 const MaxSessionPatchBytes = 16 << 10
-
-// SessionWorkspaceDir is the workspace root of session id.
-func (s *Store) SessionWorkspaceDir(id string) string {
-	return filepath.Join(s.dir, "session-workspaces", id)
-}
 
 // SessionSettings returns the settings of session id; unknown_session when
 // it has none. Sessions come into being with their first
@@ -40,6 +35,12 @@ func (s *Store) SessionSettings(ctx context.Context, id string) (mediator.Sessio
 	if err := json.Unmarshal([]byte(raw), &set); err != nil {
 		return mediator.SessionSettings{}, fmt.Errorf("session[%s]: %w", id, storeErr("decode settings", err))
 	}
+	// The root is always today's name for the id: a session stored under
+	// the old naming scheme reports (and is moved to) the new one.
+	if _, err := s.prepareWorkspace(id); err != nil {
+		return mediator.SessionSettings{}, fmt.Errorf("session[%s]: %w", id, err)
+	}
+	set.Workspace = mediator.SessionWorkspace{Mode: mediator.WorkspaceModeSession, RootDir: s.SessionWorkspaceDir(id)}
 	return set, nil
 }
 
@@ -70,9 +71,9 @@ func (s *Store) UpdateSessionSettings(ctx context.Context, id string, patch []by
 	if err != nil {
 		return mediator.SessionSettings{}, fmt.Errorf("session[%s]: %w", id, err)
 	}
-	root := s.SessionWorkspaceDir(id)
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return mediator.SessionSettings{}, fmt.Errorf("session[%s]: %w", id, mediator.Errorf(mediator.CodeInternal, "create workspace: %v", err))
+	root, err := s.prepareWorkspace(id)
+	if err != nil {
+		return mediator.SessionSettings{}, fmt.Errorf("session[%s]: %w", id, err)
 	}
 	var out mediator.SessionSettings
 	err = s.write(ctx, func(tx *sql.Tx) error {
@@ -148,4 +149,76 @@ func decodeStrict(data []byte, v any) error {
 		return errors.New("not a JSON object")
 	}
 	return mediator.DecodeExact(data, v)
+}
+
+// SessionInfo is one session as a listing shows it.
+type SessionInfo struct {
+	ID        string                   `json:"sessionId"`
+	Settings  mediator.SessionSettings `json:"settings"`
+	CreatedAt int64                    `json:"createdAt"` // ms since the epoch
+	UpdatedAt int64                    `json:"updatedAt"` // ms since the epoch
+}
+
+// MaxSessionList bounds a listing; a person has far fewer sessions.
+const MaxSessionList = 1000
+
+// ListSessions lists the sessions, the most recently changed first, at
+// most MaxSessionList of them.
+func (s *Store) ListSessions(ctx context.Context) ([]SessionInfo, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT session_id, settings, created_at, updated_at FROM session_settings
+		ORDER BY updated_at DESC, session_id LIMIT ?`, MaxSessionList)
+	if err != nil {
+		return nil, storeErr("list sessions", err)
+	}
+	defer rows.Close()
+	out := []SessionInfo{}
+	for rows.Next() {
+		var si SessionInfo
+		var raw string
+		if err := rows.Scan(&si.ID, &raw, &si.CreatedAt, &si.UpdatedAt); err != nil {
+			return nil, storeErr("list sessions", err)
+		}
+		if err := json.Unmarshal([]byte(raw), &si.Settings); err != nil {
+			return nil, fmt.Errorf("session[%s]: %w", si.ID, storeErr("decode settings", err))
+		}
+		si.Settings.Workspace = mediator.SessionWorkspace{Mode: mediator.WorkspaceModeSession, RootDir: s.SessionWorkspaceDir(si.ID)}
+		out = append(out, si)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeErr("list sessions", err)
+	}
+	return out, nil
+}
+
+// NewSessionID is a fresh session's id: "run-" and 16 hex digits.
+func NewSessionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}
+
+// RunSession resolves a run's session: the named one (unknown_session
+// when it was never set up) with the run's level, which the request may
+// lower but never raise (mediator.RunLevel), or, when id is "", a fresh
+// one at the level the request asks for (medium by default): a run that
+// names no session starts one, as the extension's "new session" does. It
+// returns the session's id and the run's level.
+func (s *Store) RunSession(ctx context.Context, id, asked string) (string, string, error) {
+	if id == "" {
+		id = NewSessionID()
+		level, err := mediator.ParseLevel(asked)
+		if err != nil {
+			return "", "", err
+		}
+		patch, _ := json.Marshal(map[string]string{"permission_level": level})
+		if _, err := s.UpdateSessionSettings(ctx, id, patch); err != nil {
+			return "", "", err
+		}
+	}
+	set, err := s.SessionSettings(ctx, id)
+	if err != nil {
+		return "", "", err
+	}
+	level, err := mediator.RunLevel(id, set.PermissionLevel, asked)
+	return id, level, err
 }

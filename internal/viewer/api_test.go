@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,7 +25,7 @@ func TestSessionSettingsAPI(t *testing.T) {
 
 	var got settingsReply
 	v.api("PUT", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"low"}}`, 200, &got)
-	root := filepath.Join(v.dir, "session-workspaces", "chat-001")
+	root := filepath.Join(v.dir, "session-workspaces", store.WorkspaceDirName("chat-001"))
 	want := settingsReply{OK: true, SessionID: "chat-001", Settings: mediator.SessionSettings{
 		PermissionLevel: "low", Workspace: mediator.SessionWorkspace{Mode: "session", RootDir: root}}}
 	if got != want {
@@ -58,9 +60,10 @@ func TestSessionSettingsAPI(t *testing.T) {
 		{"case-variant settings", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"low"},"Settings":{"permission_level":"high"}}`, 400, mediator.CodeBadRequest},
 		{"case-variant level", "/api/sessions/chat-001/settings", `{"settings":{"Permission_Level":"high"}}`, 400, mediator.CodeBadRequest},
 		{"oversized body", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"low"` + strings.Repeat(" ", MaxBodyBytes) + `}}`, 413, mediator.CodeTooLarge},
-		{"traversal id", "/api/sessions/..%2F..%2Fetc/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
-		{"dot id", "/api/sessions/.hidden/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
-		{"long id", "/api/sessions/" + strings.Repeat("a", 200) + "/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
+		{"NUL in id", "/api/sessions/a%00b/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
+		{"newline in id", "/api/sessions/a%0Ab/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
+		{"not UTF-8 id", "/api/sessions/a%FFb/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
+		{"long id", "/api/sessions/" + strings.Repeat("a", mediator.MaxSessionIDLen+1) + "/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,6 +78,37 @@ func TestSessionSettingsAPI(t *testing.T) {
 	}
 	status, body, _ = v.do("GET", "/api/sessions/nope/settings", "", bearer(tok))
 	wantRefusal(t, status, body, http.StatusNotFound, mediator.CodeUnknownSession)
+}
+
+// TestSessionIDsInViewerPaths: the id is one URL-escaped path segment,
+// whatever it holds: "/", "%", "..", spaces; each names its own session
+// and workspace, inside session-workspaces.
+func TestSessionIDsInViewerPaths(t *testing.T) {
+	v := newTestViewer(t, nil)
+	for _, id := range []string{"a/b", "50%", "%2F", "../../etc", "a/../b", "chat 1", "日記", "..", "."} {
+		t.Run(id, func(t *testing.T) {
+			path := "/api/sessions/" + url.PathEscape(id) + "/settings"
+			if id == "." || id == ".." {
+				// PathEscape leaves dots; a client escapes them so the
+				// segment is not a path step.
+				path = "/api/sessions/" + strings.Repeat("%2E", len(id)) + "/settings"
+			}
+			var got settingsReply
+			v.api("PUT", path, `{"settings":{"permission_level":"low"}}`, 200, &got)
+			root := filepath.Join(v.dir, "session-workspaces", store.WorkspaceDirName(id))
+			if got.SessionID != id || got.Settings.Workspace != (mediator.SessionWorkspace{Mode: "session", RootDir: root}) {
+				t.Fatalf("PUT %s = %+v", path, got)
+			}
+			got = settingsReply{}
+			v.api("GET", path, "", 200, &got)
+			if got.SessionID != id || got.Settings.PermissionLevel != "low" || got.Settings.Workspace.RootDir != root {
+				t.Fatalf("GET %s = %+v", path, got)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(v.dir, "etc")); !os.IsNotExist(err) {
+		t.Fatalf("a session id made a directory outside session-workspaces: %v", err)
+	}
 }
 
 // seedDenials writes n denials for each agent, alternating permissions.

@@ -28,7 +28,7 @@ func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
 	fail := func(err error) {
 		c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeOf(err), Error: err.Error()})
 	}
-	level, err := s.runLevel(ctx, msg)
+	level, err := s.runSession(ctx, &msg)
 	if err != nil {
 		fail(err)
 		return
@@ -43,6 +43,12 @@ func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
 		fail(err)
 		return
 	}
+	ws, err := s.cfg.Store.OpenWorkspace(msg.SessionID)
+	if err != nil {
+		fail(fmt.Errorf("session[%s] workspace: %w", msg.SessionID, err))
+		return
+	}
+	defer ws.Close()
 	if spec.ID == "" {
 		spec.ID = "session-" + msg.SessionID
 		if mediator.ValidAgentID(spec.ID) != nil {
@@ -50,7 +56,7 @@ func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
 		}
 	}
 	h := &flows.Host{Store: s.cfg.Store, Policy: policy, Runtime: s.cfg.Runtime, Fetch: s.cfg.Fetch, SessionLevel: level, SessionID: msg.SessionID,
-		LogDenial: s.gatewayDenials(msg.SessionID)}
+		Workspace: ws, LogDenial: s.gatewayDenials(msg.SessionID)}
 	settings := workflow.DefaultSettings()
 	if s.cfg.Workflow != nil {
 		settings = *s.cfg.Workflow

@@ -201,15 +201,16 @@ type runEvent struct {
 	Result    *wasmhost.Result `json:"result,omitempty"`
 }
 
-// run runs msg's agent in its session's context: the session must exist,
-// and its stored level applies unless the message asks for a lower one. A
-// message cannot raise the level: that takes a settings PUT, which is the
-// user's decision, not a run's.
+// run runs msg's agent in its session's context: a named session must
+// exist, and its stored level applies unless the message asks for a lower
+// one; a message without one starts a fresh session, named in every
+// message of the run. A message cannot raise the level: that takes a
+// settings PUT, which is the user's decision, not a run's.
 func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 	fail := func(err error) {
 		c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeOf(err), Error: err.Error()})
 	}
-	level, err := s.runLevel(ctx, msg)
+	level, err := s.runSession(ctx, &msg)
 	if err != nil {
 		fail(err)
 		return
@@ -259,12 +260,17 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 	c.sendJSON(ev(runEvent{Type: "result", Result: &res}))
 }
 
-func (s *Server) runLevel(ctx context.Context, msg wsMessage) (string, error) {
-	set, err := s.cfg.Store.SessionSettings(ctx, msg.SessionID)
+// runSession resolves msg's session as every run kind does
+// (store.RunSession): the named one at its level or a lower one the
+// message asks for, or a fresh one when it names none, whose id then
+// goes in msg and so in every message of the run.
+func (s *Server) runSession(ctx context.Context, msg *wsMessage) (string, error) {
+	id, level, err := s.cfg.Store.RunSession(ctx, msg.SessionID, msg.PermissionLevel)
 	if err != nil {
 		return "", err
 	}
-	return mediator.RunLevel(msg.SessionID, set.PermissionLevel, msg.PermissionLevel)
+	msg.SessionID = id
+	return level, nil
 }
 
 // gatewayDenials records the denials the runtime decides itself in a run

@@ -162,7 +162,8 @@ func TestMalformedWebsocketMessages(t *testing.T) {
 		{`[1,2]`, "bad_request"},
 		{`{"type":"shutdown"}`, "unknown_type"},
 		{`{"type":"run","session_id":"nope","agent_id":"a"}`, "unknown_session"},
-		{`{"type":"run","session_id":"../../etc","agent_id":"a"}`, "unknown_session"},
+		{`{"type":"run","session_id":"a\u0000b","agent_id":"a"}`, "unknown_session"},
+		{`{"type":"run","session_id":"a\nforged","agent_id":"a"}`, "unknown_session"},
 	} {
 		if err := c.WriteMessage(websocket.TextMessage, []byte(c2.msg)); err != nil {
 			t.Fatal(err)
@@ -365,6 +366,31 @@ func TestRunInSessionContext(t *testing.T) {
 		c.WriteMessage(websocket.TextMessage, []byte(tc.msg))
 		if m := readWS(t, c, "error", 10*time.Second); m["code"] != tc.code {
 			t.Errorf("%s: %v; want %s", tc.msg, m, tc.code)
+		}
+	}
+	// A run without a session starts a fresh one (medium), named in each
+	// of its messages.
+	if err := c.WriteJSON(map[string]string{"type": "run", "run_id": "fresh", "agent_id": "probe", "input": "print hello"}); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		var m map[string]any
+		if err := c.ReadJSON(&m); err != nil {
+			t.Fatal(err)
+		}
+		if m["run_id"] != "fresh" {
+			continue
+		}
+		sid, _ := m["session_id"].(string)
+		if !strings.HasPrefix(sid, "run-") {
+			t.Fatalf("fresh run's message %v", m)
+		}
+		if m["type"] == "result" {
+			if set, err := v.st.SessionSettings(context.Background(), sid); err != nil || set.PermissionLevel != mediator.LevelMedium {
+				t.Fatalf("fresh session %+v %v", set, err)
+			}
+			break
 		}
 	}
 	// A client cannot start runs without bound: past maxRunsPerClient at

@@ -35,7 +35,10 @@ func TestMemoryWriteBounds(t *testing.T) {
 		{"tag with quote", "s1", "x", []string{`a"`}, mediator.CodeBadRequest},
 		{"duplicate tag", "s1", "x", []string{"a", "a"}, mediator.CodeBadRequest},
 		{"empty session", "", "x", nil, mediator.CodeUnknownSession},
-		{"hostile session", "../s1", "x", nil, mediator.CodeUnknownSession},
+		{"session with a control character", "s1\nforged", "x", nil, mediator.CodeUnknownSession},
+		{"session over 256 bytes", strings.Repeat("s", mediator.MaxSessionIDLen+1), "x", nil, mediator.CodeUnknownSession},
+		// Any other text is a session of its own, never a path to one.
+		{"a session named like a path", "../s1", "x", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := countMemory(t, s)
@@ -151,13 +154,15 @@ func TestMemorySearchRanksAndSnippets(t *testing.T) {
 }
 
 // TestMemorySessionsApart: a session never finds another's entries, even
-// when the sessions' ids tokenize alike ("a-b" and "a.b") or a query
-// names the other session.
+// when the sessions' ids tokenize alike ("a-b" and "a.b"), look like a
+// path to another ("../a.b"), differ only by case, or a query names the
+// other session.
 func TestMemorySessionsApart(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, t.TempDir())
 	for _, w := range []struct{ session, text string }{
 		{"a-b", "alpha secret"}, {"a.b", "alpha public"}, {"a", "alpha other"},
+		{"../a.b", "alpha climbing"}, {"A.B", "alpha upper"},
 	} {
 		if _, err := s.WriteMemory(ctx, w.session, w.text, []string{"shared"}); err != nil {
 			t.Fatal(err)
@@ -172,6 +177,8 @@ func TestMemorySessionsApart(t *testing.T) {
 		{"the other's session id", "a.b", "a-b", ""},
 		{"a column filter", "a.b", "text:secret", ""},
 		{"a session with no memory", "nobody", "alpha", ""},
+		{"an id like a path is its own session", "../a.b", "alpha", "climbing"},
+		{"ids differ by case", "A.B", "alpha", "upper"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hits, err := s.SearchMemory(ctx, tc.session, tc.query, MaxMemoryLimit)

@@ -119,6 +119,8 @@ def _make_restricted_api(present, absent, call, report_absent, output):
         return (await _call("memory_write", {"text": str(text), "tags": [str(t) for t in (tags or [])]})).get("id", 0)
     async def memory_search(query, limit=10):
         return (await _call("memory_search", {"query": str(query), "limit": int(limit)})).get("results", [])
+    async def shell(command):
+        return (await _call("shell", {"command": str(command)})).get("output", "")
     def log(*args):
         text = " ".join(str(a) for a in args)
         output(text + "\\n")
@@ -127,7 +129,7 @@ def _make_restricted_api(present, absent, call, report_absent, output):
 
     functions = {f.__name__: f for f in (log, querySelector, querySelectorAll, getPageText, setElementText,
                                           writeToClipboard, readFromClipboard, fetch, showNotification,
-                                          memory_write, memory_search)}
+                                          memory_write, memory_search, shell)}
     granted = {n: staticmethod(functions[n]) for n in present if n in functions}
     absent = frozenset(absent)
 

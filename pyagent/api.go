@@ -28,6 +28,10 @@ var Functions = []Function{
 	fn("showNotification", mediator.OpNotificationsShow),
 	fn("memory_write", mediator.OpMemoryWrite),
 	fn("memory_search", mediator.OpMemorySearch),
+	// Each command of a shell line is decided as its own operation,
+	// "shell.CMD" (mediator.ShellOp); the function needs the grant they
+	// all need.
+	{Name: "shell", Operation: "shell", Permission: mediator.PermShell},
 }
 
 // fn takes the permission from the policy's own table, so a Python call

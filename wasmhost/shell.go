@@ -1,11 +1,8 @@
 package wasmhost
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -31,51 +28,26 @@ func (ru *run) shell(mod api.Module, stack []uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !utf8.Valid(line) {
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "shell: the command line is not UTF-8")
-	}
-	if ru.spec.Workspace == nil {
-		// link refuses the import first; this holds if that ever changes.
-		return nil, mediator.Errorf(mediator.CodePathNotAllowed, "shell: this run has no session workspace")
-	}
-	commands := 0
-	decide := func(ctx context.Context, step mediator.ShellStep) (func(error), error) {
-		// Each command after the first counts as a call of its own: a
-		// line of a thousand commands is a thousand decisions in the
-		// audit trail, and the call limit bounds those.
-		if commands++; commands > 1 {
+	out, err := shell.Agent{AgentID: ru.spec.Agent.Profile.AgentID, Level: ru.spec.SessionLevel, WS: ru.spec.Workspace,
+		Auth: runAuthorizer{ru}, More: func() error {
 			if ru.calls++; ru.calls > ru.rt.cfg.MaxCallsPerRun {
 				ru.cancel(errCallLimit)
-				return nil, errCallLimit
+				return errCallLimit
 			}
-		}
-		return ru.decideShell(ctx, step)
-	}
-	sh := &shell.Shell{WS: ru.spec.Workspace, Decide: decide}
-	if lvl, err := mediator.ParseLevel(ru.spec.SessionLevel); err == nil && lvl == mediator.LevelHigh {
-		// Only a high session may read outside its workspace, each read
-		// asked of the person; the shell only ever opens files of this
-		// root for reading, and it lives for this one call.
-		root, err := os.OpenRoot("/")
-		if err != nil {
-			return nil, mediator.Errorf(mediator.CodeInternal, "shell: %v", err)
-		}
-		defer root.Close()
-		sh.Outside = root
-	}
-	var out bytes.Buffer
-	if err := sh.Run(ru.ctx, string(line), &out); err != nil {
+			return nil
+		}}.Run(ru.ctx, string(line))
+	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(shellReply{Output: out.String()})
+	return json.Marshal(shellReply{Output: out})
 }
 
-// decideShell is the shell's Decider for an agent: every command, one
-// outside the shell's set included, is mediator.ShellOp put to the
-// Authorizer, which decides, records and logs a refusal.
-func (ru *run) decideShell(_ context.Context, step mediator.ShellStep) (func(error), error) {
-	step.Command = mediator.Truncate(step.Command, 32)
-	return ru.authorize(mediator.ShellOp(ru.spec.Agent.Profile.AgentID, ru.spec.SessionLevel, step))
+// runAuthorizer decides for the run: its agent, its level, its denial
+// events (run.authorize).
+type runAuthorizer struct{ ru *run }
+
+func (a runAuthorizer) Authorize(_ context.Context, op mediator.Operation) (func(error), error) {
+	return a.ru.authorize(op)
 }
 
 // shellNeedsWorkspace refuses to link shell into a run with no session

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/shell"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/pyagent"
 )
@@ -155,6 +156,7 @@ type callParams struct {
 	Message  string       `json:"message"`
 	URL      string       `json:"url"`
 	Options  fetchOptions `json:"options"`
+	Command  string       `json:"command"`
 }
 
 // handleAgentCall decides and performs one restricted_api call of an open
@@ -185,8 +187,11 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 			return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "params do not fit " + fn.Name, Err: err}
 		}
 	}
-	if fn.Operation == mediator.OpNetworkFetch {
+	switch fn.Name {
+	case "fetch":
 		return run.fetch(ctx, s, a)
+	case "shell":
+		return run.shell(ctx, s, a.Command)
 	}
 	op := mediator.Operation{Name: fn.Operation}
 	var browserParams map[string]any
@@ -259,6 +264,29 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 // policy and every redirect hop, with the run's session level.
 func (r *pythonRun) fetch(ctx context.Context, s *server, a callParams) (any, error) {
 	return s.fetchFor(ctx, r.agentID, r.level, a.URL, a.Options)
+}
+
+// shell runs a command line of the session shell in the run's session
+// workspace, each command decided as a module's are (shell.Agent); every
+// command after the line's first counts as one more call of the run.
+func (r *pythonRun) shell(ctx context.Context, s *server, line string) (any, error) {
+	ws, err := s.opts.Store.OpenWorkspace(r.session)
+	if err != nil {
+		return nil, fmt.Errorf("session[%s] workspace: %w", clip(r.session), err)
+	}
+	defer ws.Close()
+	out, err := shell.Agent{AgentID: r.agentID, Level: r.level, WS: ws, Auth: s.opts.Authorizer, More: func() error {
+		pythonRuns.Lock()
+		defer pythonRuns.Unlock()
+		if r.calls++; r.calls > maxPythonCalls {
+			return mediator.Errorf(mediator.CodeCallLimit, "the run made more than %d calls", maxPythonCalls)
+		}
+		return nil
+	}}.Run(ctx, line)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"output": out}, nil
 }
 
 // handlePythonRunEnd closes a run: later calls with its id are unknown_run.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -326,4 +328,84 @@ func TestPythonMemory(t *testing.T) {
 	}
 	// The request may lower the session's level, never raise it.
 	h.wantCode(h.call("python-run", map[string]any{"agentId": "pymem", "sessionId": "lowly", "sessionLevel": "high"}), mediator.CodeSessionLevel)
+}
+
+// TestPythonShell: a Python agent's shell runs in its run's session
+// workspace with a module's decisions: each command is shell.CMD at the
+// run's level, writes need a set with read-write workspace access, a
+// second session sees nothing of the first, and nothing outside is
+// written.
+func TestPythonShell(t *testing.T) {
+	h := newHarness(t, true)
+	for _, a := range []struct {
+		id, set string
+	}{{"pysh", "filesystem"}, {"pysh-ro", "readonly"}} {
+		prof := pyProfile(a.id, []string{"shell"})
+		prof["permissionSet"] = a.set
+		h.mustOK("install-agent", map[string]any{"profile": prof, "module": "await restricted_api.shell('ls')\n"}, nil)
+	}
+	for _, s := range []struct{ id, level string }{{"desk", "medium"}, {"other", "medium"}, {"lowly", "low"}} {
+		if _, err := h.st.UpdateSessionSettings(context.Background(), s.id, []byte(`{"permission_level":"`+s.level+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	canary := filepath.Join(t.TempDir(), "canary.txt")
+	if err := os.WriteFile(canary, []byte("outside"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := func(agent, session string) string {
+		t.Helper()
+		var out struct {
+			RunID string `json:"runId"`
+		}
+		h.mustOK("python-run", map[string]any{"agentId": agent, "sessionId": session}, &out)
+		return out.RunID
+	}
+	desk, other, lowly, ro := open("pysh", "desk"), open("pysh", "other"), open("pysh", "lowly"), open("pysh-ro", "desk")
+	for _, c := range []struct {
+		name, agent, run, line string
+		code                   mediator.Code
+		want                   string
+	}{
+		{"write in the session", "pysh", desk, "echo hello > note.txt && cat note.txt", "", `{"output":"hello\n"}`},
+		{"another session sees nothing", "pysh", other, "cat note.txt", mediator.CodeNotFound, ""},
+		{"an information command at low", "pysh", lowly, "grep hello note.txt", mediator.CodeSessionLevel, ""},
+		{"a write under readonly", "pysh-ro", ro, "echo x > ro.txt", mediator.CodePermissionOutsideSet, ""},
+		{"a read under readonly", "pysh-ro", ro, "cat note.txt", "", `{"output":"hello\n"}`},
+		{"a write outside", "pysh", desk, "cp note.txt " + canary, mediator.CodePathNotAllowed, ""},
+		{"a read outside below high", "pysh", desk, "cat " + canary, mediator.CodeSessionLevel, ""},
+		{"a process", "pysh", desk, "sh -c 'cat " + canary + "'", mediator.CodeShellNotAllowed, ""},
+		{"a substitution", "pysh", desk, "echo $(cat " + canary + ")", mediator.CodeShellNotAllowed, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := h.call("agent-call", map[string]any{"runId": c.run, "agentId": c.agent, "operation": "shell", "params": map[string]any{"command": c.line}})
+			if c.code != "" {
+				h.wantCode(r, c.code)
+				return
+			}
+			var out json.RawMessage
+			r.Decode(&out)
+			if !r.Success || string(out) != c.want {
+				t.Fatalf("%v %s: %s; want %s", r.Success, r.Error, out, c.want)
+			}
+		})
+	}
+	if b, err := os.ReadFile(canary); err != nil || string(b) != "outside" {
+		t.Fatalf("the canary is %q, %v", b, err)
+	}
+	// Every command is in the audit trail as its own shell operation.
+	page, err := h.st.ListAudit(context.Background(), 0, 1000, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, rec := range page.Records {
+		if strings.HasPrefix(rec.Operation.Name, "shell.") && rec.Kind == mediator.AuditDecision {
+			ops = append(ops, rec.Operation.Name+" "+string(rec.Code))
+		}
+	}
+	want := "shell.echo allowed,shell.cat allowed,shell.cat allowed,shell.grep session_level,shell.echo permission_outside_set,shell.cat allowed,shell.cp path_not_allowed,shell.cat session_level,shell.sh shell_not_allowed"
+	if got := strings.Join(ops, ","); got != want {
+		t.Fatalf("shell decisions\n%s\nwant\n%s", got, want)
+	}
 }

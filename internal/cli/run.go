@@ -89,15 +89,12 @@ func runAgent(ctx context.Context, env Env) error {
 		return err
 	}
 	policy, logDenial, fetch := m.policy, m.logDenial, m.fetch
-	session, level, err = host.RunSession(ctx, st, session, level)
+	in, err := st.OpenRun(ctx, session, level)
 	if err != nil {
 		return err
 	}
-	ws, err := st.OpenWorkspace(session)
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
+	defer in.Close()
+	session, level, ws := in.Session, in.Level, in.Workspace
 	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(st.Dir(), "wasm-cache")})
 	if err != nil {
 		return err

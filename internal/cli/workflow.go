@@ -68,15 +68,12 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 		return err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
-	session, level, err = st.RunSession(ctx, session, level)
+	in, err := st.OpenRun(ctx, session, level)
 	if err != nil {
 		return err
 	}
-	ws, err := st.OpenWorkspace(session)
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
+	defer in.Close()
+	session, level, ws := in.Session, in.Level, in.Workspace
 	h := &flows.Host{Store: st, Policy: policy, Runtime: rt, Fetch: fetch, LogDenial: logDenial, SessionLevel: level, Workspace: ws, SessionID: session}
 	enc := json.NewEncoder(env.Stdout)
 	events := func(r workflow.TaskResult) {

@@ -80,7 +80,7 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 	}
 	// The run belongs to a session as a module's run does: the named one
 	// (its level, lowered by the request, never raised) or a fresh one.
-	sessionID, level, err := RunSession(ctx, s.opts.Store, p.SessionID, p.SessionLevel)
+	sessionID, level, err := s.opts.Store.RunSession(ctx, p.SessionID, p.SessionLevel)
 	if err != nil {
 		return nil, err
 	}

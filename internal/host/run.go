@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/agentgate/nmhost/internal/store"
-
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
@@ -92,16 +90,13 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	if rec.Profile.IsPython() {
 		return nil, mediator.Errorf(mediator.CodeWrongRuntime, "agent %q is a Python agent: it runs in the extension's sandbox (python-run), where Pyodide is", p.AgentID)
 	}
-	sessionID, level, err := RunSession(ctx, s.opts.Store, p.SessionID, p.SessionLevel)
+	in, err := s.opts.Store.OpenRun(ctx, p.SessionID, p.SessionLevel)
 	if err != nil {
 		return nil, err
 	}
-	p.SessionLevel = level
-	ws, err := s.opts.Store.OpenWorkspace(sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("session[%s] workspace: %w", sessionID, err)
-	}
-	defer ws.Close()
+	defer in.Close()
+	sessionID, ws := in.Session, in.Workspace
+	p.SessionLevel = in.Level
 	// Local-only calls (log, page reads) may run before their audit records
 	// are on disk; the barrier holds the reply until every record of the
 	// run is (docs/permissions.md, "Durability").
@@ -130,12 +125,6 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
 	}
 	return runResult{Result: res, SessionID: sessionID}, nil
-}
-
-// RunSession resolves a run's session (store.RunSession): every run kind
-// of the host, the viewer and the CLI uses this one rule.
-func RunSession(ctx context.Context, st *store.Store, id, asked string) (string, string, error) {
-	return st.RunSession(ctx, id, asked)
 }
 
 // runResult is run-agent's reply: the run's result and its session.

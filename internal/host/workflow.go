@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"sync/atomic"
 
@@ -58,15 +57,12 @@ func handleRunWorkflow(ctx context.Context, s *server, req *request) (any, error
 	if spec.ID == "" {
 		spec.ID = "wf-" + strconv.FormatInt(workflowSeq.Add(1), 10)
 	}
-	sessionID, level, err := RunSession(ctx, s.opts.Store, p.SessionID, p.SessionLevel)
+	in, err := s.opts.Store.OpenRun(ctx, p.SessionID, p.SessionLevel)
 	if err != nil {
 		return nil, err
 	}
-	ws, err := s.opts.Store.OpenWorkspace(sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("session[%s] workspace: %w", sessionID, err)
-	}
-	defer ws.Close()
+	defer in.Close()
+	sessionID, level, ws := in.Session, in.Level, in.Workspace
 	h := &flows.Host{Store: s.opts.Store, Policy: policy, Runtime: s.opts.Runtime, Fetch: s.fetch,
 		LogDenial: s.recordDenial, SessionLevel: level, Workspace: ws, SessionID: sessionID,
 		Browser: func(agentID string) wasmhost.Browser {

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -85,6 +87,32 @@ func (s *Store) prepareWorkspace(id string) (string, error) {
 		return "", mediator.Errorf(mediator.CodeInternal, "create workspace: %v", err)
 	}
 	return root, nil
+}
+
+// Run is where a run happens: its session, the run's level (the
+// session's or lower) and the session's workspace, open until Close.
+type Run struct {
+	Session   string
+	Level     string
+	Workspace *workspace.Workspace
+}
+
+// Close closes the run's workspace.
+func (r Run) Close() error { return r.Workspace.Close() }
+
+// OpenRun resolves a run's session (RunSession: the named one at its
+// level or lower, or a fresh one) and opens its workspace. Every run kind
+// of the host, the viewer and the CLI begins here.
+func (s *Store) OpenRun(ctx context.Context, id, asked string) (Run, error) {
+	id, level, err := s.RunSession(ctx, id, asked)
+	if err != nil {
+		return Run{}, err
+	}
+	ws, err := s.OpenWorkspace(id)
+	if err != nil {
+		return Run{}, fmt.Errorf("session[%s] workspace: %w", mediator.Truncate(id, 64), err)
+	}
+	return Run{Session: id, Level: level, Workspace: ws}, nil
 }
 
 // OpenWorkspace opens session id's workspace, creating its directory

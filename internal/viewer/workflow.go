@@ -28,11 +28,13 @@ func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
 	fail := func(err error) {
 		c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeOf(err), Error: err.Error()})
 	}
-	level, err := s.runSession(ctx, &msg)
+	in, err := s.openRun(ctx, &msg)
 	if err != nil {
 		fail(err)
 		return
 	}
+	defer in.Close()
+	level, ws := in.Level, in.Workspace
 	policy, ok := s.cfg.Authorizer.(*mediator.Policy)
 	if s.cfg.Runtime == nil || !ok {
 		fail(mediator.Errorf(mediator.CodeInternal, "this viewer cannot run workflows"))
@@ -43,12 +45,6 @@ func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
 		fail(err)
 		return
 	}
-	ws, err := s.cfg.Store.OpenWorkspace(msg.SessionID)
-	if err != nil {
-		fail(fmt.Errorf("session[%s] workspace: %w", msg.SessionID, err))
-		return
-	}
-	defer ws.Close()
 	if spec.ID == "" {
 		spec.ID = "session-" + msg.SessionID
 		if mediator.ValidAgentID(spec.ID) != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
@@ -210,11 +211,13 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 	fail := func(err error) {
 		c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeOf(err), Error: err.Error()})
 	}
-	level, err := s.runSession(ctx, &msg)
+	in, err := s.openRun(ctx, &msg)
 	if err != nil {
 		fail(err)
 		return
 	}
+	defer in.Close()
+	level, ws := in.Level, in.Workspace
 	if s.cfg.Runtime == nil {
 		fail(mediator.Errorf(mediator.CodeInternal, "this viewer has no WebAssembly runtime"))
 		return
@@ -229,12 +232,6 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 		e.RunID, e.SessionID, e.AgentID = msg.RunID, msg.SessionID, msg.AgentID
 		return e
 	}
-	ws, err := s.cfg.Store.OpenWorkspace(msg.SessionID)
-	if err != nil {
-		fail(fmt.Errorf("session[%s] workspace: %w", msg.SessionID, err))
-		return
-	}
-	defer ws.Close()
 	res, err := s.cfg.Runtime.Run(ctx, wasmhost.RunSpec{
 		Agent: rec, Module: module, Input: []byte(msg.Input), SessionLevel: level, Workspace: ws,
 		SessionID: msg.SessionID, Memory: s.cfg.Store,
@@ -260,17 +257,17 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 	c.sendJSON(ev(runEvent{Type: "result", Result: &res}))
 }
 
-// runSession resolves msg's session as every run kind does
-// (store.RunSession): the named one at its level or a lower one the
-// message asks for, or a fresh one when it names none, whose id then
-// goes in msg and so in every message of the run.
-func (s *Server) runSession(ctx context.Context, msg *wsMessage) (string, error) {
-	id, level, err := s.cfg.Store.RunSession(ctx, msg.SessionID, msg.PermissionLevel)
+// openRun resolves msg's session as every run kind does
+// (store.OpenRun): the named one at its level or a lower one the message
+// asks for, or a fresh one when it names none, whose id then goes in msg
+// and so in every message of the run. The caller closes the run.
+func (s *Server) openRun(ctx context.Context, msg *wsMessage) (store.Run, error) {
+	in, err := s.cfg.Store.OpenRun(ctx, msg.SessionID, msg.PermissionLevel)
 	if err != nil {
-		return "", err
+		return store.Run{}, err
 	}
-	msg.SessionID = id
-	return level, nil
+	msg.SessionID = in.Session
+	return in, nil
 }
 
 // gatewayDenials records the denials the runtime decides itself in a run

@@ -64,6 +64,7 @@ func TestSessionMatrix(t *testing.T) {
 		// so each time, even at high.
 		{"cat outside at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "cat", ReadsOutside: true}), CodeConfirmRequired, "class:ALWAYS_CONFIRM"},
 		{"cp in at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "cp", ReadsOutside: true, Writes: true}), CodeConfirmRequired, "class:ALWAYS_CONFIRM"},
+		{"ls outside at high never asks", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "ls", ReadsOutside: true, ListsOutside: true, Paths: []string{"/etc"}}), CodePathNotAllowed, "shell:ls"},
 		{"cp out at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "cp", WritesOutside: true, Writes: true}), CodePathNotAllowed, "shell:cp"},
 		{"echo redirect under readonly", SetReadonly, both, LevelHigh, shell(ShellStep{Command: "echo", Writes: true}), CodePermissionOutsideSet, "set:readonly"},
 		{"echo under readonly", SetReadonly, both, LevelHigh, shell(ShellStep{Command: "echo"}), CodeAllowed, "class:ALWAYS_SAFE"},

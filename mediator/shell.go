@@ -40,6 +40,10 @@ type ShellStep struct {
 	WritesOutside bool `json:"writesOutside,omitempty"`
 	// Writes: it writes inside the workspace (a redirect counts).
 	Writes bool `json:"writes,omitempty"`
+	// ListsOutside: it would list or search a directory outside the
+	// workspace (ls, find, grep -r): only files are ever read outside,
+	// by name, so a walk of the disk is refused at every level.
+	ListsOutside bool `json:"listsOutside,omitempty"`
 	// Paths are the names it reads and writes, as the command gave them
 	// after pattern expansion (each truncated; at most MaxShellPaths): the
 	// audit trail's targets. Never the text echo writes.
@@ -138,6 +142,8 @@ func DecideShell(level string, s ShellStep) Decision {
 	switch {
 	case s.WritesOutside:
 		return Deny(CodePathNotAllowed, fmt.Sprintf("%s would write outside the workspace, which no level allows", cmd.Name))
+	case s.ListsOutside:
+		return Deny(CodePathNotAllowed, fmt.Sprintf("%s lists or searches inside the workspace only; outside it, a high session reads a file by its name", cmd.Name))
 	case s.ReadsOutside && lvl != LevelHigh:
 		return Deny(CodeSessionLevel, fmt.Sprintf("%s reads outside the workspace, which only a high session may (this one is %s)", cmd.Name, lvl))
 	case cmd.Info && lvl == LevelLow:

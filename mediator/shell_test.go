@@ -21,6 +21,8 @@ func TestDecideShell(t *testing.T) {
 		{"high", ShellStep{Command: "cp", WritesOutside: true, Writes: true}, CodePathNotAllowed},
 		{"low", ShellStep{Command: "echo", WritesOutside: true, Writes: true}, CodePathNotAllowed},
 		{"high", ShellStep{Command: "curl"}, CodeShellNotAllowed},
+		{"high", ShellStep{Command: "ls", ReadsOutside: true, ListsOutside: true}, CodePathNotAllowed},
+		{"high", ShellStep{Command: "find", ReadsOutside: true, ListsOutside: true}, CodePathNotAllowed},
 		{"high", ShellStep{Command: "sh"}, CodeShellNotAllowed},
 		{"root", ShellStep{Command: "ls"}, CodeInvalidLevel},
 	} {

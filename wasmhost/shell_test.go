@@ -374,3 +374,30 @@ func TestAgentShellCallLimit(t *testing.T) {
 		t.Fatalf("%d decisions: %q", len(got), got)
 	}
 }
+
+// TestAgentShellNeverWalksOutside: even at high, where a file outside may
+// be read by name after a prompt, a listing or a search of an outside
+// directory (ls, find, grep -r) is refused by the policy before anyone
+// is asked, and recorded.
+func TestAgentShellNeverWalksOutside(t *testing.T) {
+	w := newShellWorld(t)
+	yes := &askRecorder{answer: mediator.AnswerAllowOnce}
+	lines := []string{"ls " + w.outside, "find " + w.outside, "grep -r outside " + w.outside, "ls -R /"}
+	res, outs, records := w.run(t, agentOpts{set: mediator.SetFilesystem, level: mediator.LevelHigh, prompter: yes}, lines...)
+	if res.Status != "ok" || len(outs) != len(lines) {
+		t.Fatalf("%s %s\n%s", res.Status, res.Error, res.Output)
+	}
+	for i, o := range outs {
+		if o.Code != mediator.CodePathNotAllowed || o.Output != "" {
+			t.Errorf("%q: %+v", lines[i], o)
+		}
+	}
+	if len(yes.asked) != 0 {
+		t.Fatalf("asked %+v", yes.asked)
+	}
+	want := []string{"shell.ls path_not_allowed " + w.outside, "shell.find path_not_allowed " + w.outside,
+		"shell.grep path_not_allowed " + w.outside, "shell.ls path_not_allowed /"}
+	if got := shellDecisions(records); !slices.Equal(got, want) {
+		t.Fatalf("shell decisions %q; want %q", got, want)
+	}
+}

@@ -166,8 +166,14 @@ func (sh *Shell) call(ctx context.Context, c *call, in []byte, out io.Writer) er
 		writes = append(writes, c.out)
 	}
 	step := mediator.ShellStep{Command: name, Writes: known && cmd.Writes || c.out != ""}
+	// ls, find and grep -r walk the directories they name; outside the
+	// workspace only files are read, by name (ListsOutside).
+	walks := name == "ls" || name == "find" || name == "grep" && slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "r")
+	})
 	for _, r := range reads {
 		step.ReadsOutside = step.ReadsOutside || outside(r)
+		step.ListsOutside = step.ListsOutside || walks && outside(r)
 		step.Paths = append(step.Paths, pathName(r))
 	}
 	for _, w := range writes {

@@ -29,7 +29,7 @@ func (ru *run) shell(mod api.Module, stack []uint64) ([]byte, error) {
 		return nil, err
 	}
 	out, err := shell.Agent{AgentID: ru.spec.Agent.Profile.AgentID, Level: ru.spec.SessionLevel, WS: ru.spec.Workspace,
-		Auth: runAuthorizer{ru}, More: func() error {
+		Auth: runAuthorizer{ru}, Refused: ru.deny, More: func() error {
 			if ru.calls++; ru.calls > ru.rt.cfg.MaxCallsPerRun {
 				ru.cancel(errCallLimit)
 				return errCallLimit

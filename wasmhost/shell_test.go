@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/workspace"
@@ -399,5 +400,39 @@ func TestAgentShellNeverWalksOutside(t *testing.T) {
 		"shell.grep path_not_allowed " + w.outside, "shell.ls path_not_allowed /"}
 	if got := shellDecisions(records); !slices.Equal(got, want) {
 		t.Fatalf("shell decisions %q; want %q", got, want)
+	}
+}
+
+// TestAgentShellRefusedLinesAreRecorded: a line the shell refuses before
+// any command is decided (syntax outside the set, a pattern that climbs
+// out) reaches nothing and is still on record: a denial of layer shell
+// with its code, tied to a decision record.
+func TestAgentShellRefusedLinesAreRecorded(t *testing.T) {
+	w := newShellWorld(t)
+	lines := []string{"echo $(cat " + w.canary + ")", "cat `echo " + w.canary + "`", "cat ../*"}
+	res, outs, _ := w.run(t, agentOpts{set: mediator.SetFilesystem, level: mediator.LevelHigh}, lines...)
+	if res.Status != "ok" || len(outs) != len(lines) {
+		t.Fatalf("%s %s\n%s", res.Status, res.Error, res.Output)
+	}
+	page, err := w.f.st.ListDenials(context.Background(), store.DenialFilter{AgentID: "sheller", Permission: "shell"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range page.Denials {
+		if d.Context.Layer == "shell" && d.AuditSeq > 0 {
+			got = append(got, string(d.Code))
+		}
+	}
+	if len(got) != len(lines) {
+		t.Fatalf("shell-layer denials %v for %d refused lines: %+v; outcomes %+v", got, len(lines), page.Denials, outs)
+	}
+	for i, o := range outs {
+		if o.Code != mediator.Code(got[len(got)-1-i]) {
+			t.Errorf("%q answered %s, recorded %s", lines[i], o.Code, got[len(got)-1-i])
+		}
+	}
+	if b, err := os.ReadFile(w.canary); err != nil || string(b) != "secret\n" {
+		t.Fatalf("canary %q %v", b, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 )
@@ -392,6 +393,21 @@ func TestPythonShell(t *testing.T) {
 	}
 	if b, err := os.ReadFile(canary); err != nil || string(b) != "outside" {
 		t.Fatalf("the canary is %q, %v", b, err)
+	}
+	// The substitution was refused before any command existed; it is on
+	// record all the same.
+	dp, err := h.st.ListDenials(context.Background(), store.DenialFilter{AgentID: "pysh", Permission: "shell"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shellLayer := 0
+	for _, d := range dp.Denials {
+		if d.Context.Layer == "shell" && d.Code == mediator.CodeShellNotAllowed {
+			shellLayer++
+		}
+	}
+	if shellLayer != 1 {
+		t.Fatalf("%d shell-layer denials; want the substitution's: %+v", shellLayer, dp.Denials)
 	}
 	// Every command is in the audit trail as its own shell operation.
 	page, err := h.st.ListAudit(context.Background(), 0, 1000, false)

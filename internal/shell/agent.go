@@ -23,6 +23,10 @@ type Agent struct {
 	// and may refuse it: a line of a thousand commands is a thousand
 	// decisions in the audit trail, and the run's call limit bounds those.
 	More func() error
+	// Refused records a line, or a command of it, the shell refused
+	// before the Authorizer heard of it (Undecided: syntax outside the
+	// set, a pattern it will not expand), so every refusal is on record.
+	Refused func(ctx context.Context, d mediator.Denial)
 }
 
 // Run runs line for the agent and returns what it printed. Each command is
@@ -58,6 +62,10 @@ func (a Agent) Run(ctx context.Context, line string) (string, error) {
 	}
 	var out bytes.Buffer
 	if err := sh.Run(ctx, line, &out); err != nil {
+		if Undecided(err) && a.Refused != nil {
+			a.Refused(ctx, mediator.Denial{AgentID: a.AgentID, Permission: string(mediator.PermShell), Code: mediator.CodeOf(err),
+				Context: mediator.DenialContext{Reason: mediator.MessageOf(err), Layer: "shell", Details: map[string]string{"operation": "shell"}}})
+		}
 		return "", err
 	}
 	return out.String(), nil

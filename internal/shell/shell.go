@@ -63,13 +63,27 @@ type refused struct{ error }
 
 func (r refused) Unwrap() error { return r.error }
 
+// undecided marks a refusal of the shell itself, before any command was
+// put to Decide: syntax outside the set, or a pattern it will not expand.
+type undecided struct{ error }
+
+func (u undecided) Unwrap() error { return u.error }
+
+// Undecided reports whether err refused a line, or one of its commands,
+// before Decide heard of it: nobody has recorded it yet, so the caller
+// records it (Agent.Refused).
+func Undecided(err error) bool {
+	var u undecided
+	return errors.As(err, &u)
+}
+
 // Run parses and runs line, writing its output to out. It stops at the
 // first refusal or failure that is not handled by || and returns it with
 // its reason code.
 func (sh *Shell) Run(ctx context.Context, line string, out io.Writer) error {
 	n, err := parse(line)
 	if err != nil {
-		return err
+		return undecided{err}
 	}
 	w := &limited{w: out, n: MaxOutputBytes}
 	return sh.node(ctx, n, nil, w)
@@ -152,7 +166,7 @@ func (sh *Shell) call(ctx context.Context, c *call, in []byte, out io.Writer) er
 	cmd, known := mediator.ShellCommands[name]
 	args, err := sh.expand(c.args[1:])
 	if err != nil {
-		return err
+		return undecided{err}
 	}
 	for i := range args {
 		args[i] = inWorkspace(args[i])

@@ -23,17 +23,8 @@ var fsprobe = sync.OnceValues(func() ([]byte, error) { return testwasm.Build("..
 // session does not see it; a run may lower its session's level, never
 // raise it; a run without a session gets a fresh one, named in its result.
 func TestRunsWorkInTheirSession(t *testing.T) {
-	module, err := fsprobe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := newHarness(t, true)
-	// A Go module's first compile counts against executionTimeout, and
-	// under the race detector on a busy machine it takes many seconds.
-	h.mustOK("install-agent", map[string]any{"profile": map[string]any{
-		"agentId": "files", "permissionSet": "filesystem", "permissions": map[string]any{"required": []string{}},
-		"capabilities": map[string]any{"maxMemory": 33554432, "executionTimeout": 300000},
-	}, "module": base64.StdEncoding.EncodeToString(module)}, nil)
+	installFiles(h)
 	ctx := context.Background()
 	for _, id := range []string{"s1", "s2"} {
 		if _, err := h.st.UpdateSessionSettings(ctx, id, []byte(`{"permission_level":"medium"}`)); err != nil {
@@ -145,15 +136,8 @@ func TestSessionRequests(t *testing.T) {
 // raised), or a fresh one named in the reply; a workflow's agent tasks
 // work in the session's workspace.
 func TestEveryRunKindHasASession(t *testing.T) {
-	module, err := fsprobe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := newHarness(t, true)
-	h.mustOK("install-agent", map[string]any{"profile": map[string]any{
-		"agentId": "files", "permissionSet": "filesystem", "permissions": map[string]any{"required": []string{}},
-		"capabilities": map[string]any{"maxMemory": 33554432, "executionTimeout": 300000},
-	}, "module": base64.StdEncoding.EncodeToString(module)}, nil)
+	installFiles(h)
 	h.mustOK("install-agent", map[string]any{"profile": pyProfile("py", []string{"console.log"}), "module": pySource}, nil)
 	ctx := context.Background()
 	if _, err := h.st.UpdateSessionSettings(ctx, "s/1", []byte(`{"permission_level":"medium"}`)); err != nil {
@@ -209,4 +193,20 @@ func TestEveryRunKindHasASession(t *testing.T) {
 			t.Fatalf("fresh workflow session %q", sum.SessionID)
 		}
 	})
+}
+
+// installFiles installs the fsprobe module as agent "files" under the
+// filesystem set. A Go module's first compile counts against
+// executionTimeout, and under the race detector on a busy machine it
+// takes many seconds, hence the long timeout.
+func installFiles(h *harness) {
+	h.t.Helper()
+	module, err := fsprobe()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.mustOK("install-agent", map[string]any{"profile": map[string]any{
+		"agentId": "files", "permissionSet": "filesystem", "permissions": map[string]any{"required": []string{}},
+		"capabilities": map[string]any{"maxMemory": 33554432, "executionTimeout": 300000},
+	}, "module": base64.StdEncoding.EncodeToString(module)}, nil)
 }

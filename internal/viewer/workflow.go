@@ -25,12 +25,9 @@ type workflowEvent struct {
 // confirmation_required, unless remembered answers or a high level decide
 // them; pure layers run.
 func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
-	fail := func(err error) {
-		c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeOf(err), Error: err.Error()})
-	}
-	in, err := s.openRun(ctx, &msg)
-	if err != nil {
-		fail(err)
+	fail := func(err error) { runFailed(c, msg, err) }
+	in, ok := s.openRun(ctx, c, &msg)
+	if !ok {
 		return
 	}
 	defer in.Close()

@@ -208,12 +208,9 @@ type runEvent struct {
 // message of the run. A message cannot raise the level: that takes a
 // settings PUT, which is the user's decision, not a run's.
 func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
-	fail := func(err error) {
-		c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeOf(err), Error: err.Error()})
-	}
-	in, err := s.openRun(ctx, &msg)
-	if err != nil {
-		fail(err)
+	fail := func(err error) { runFailed(c, msg, err) }
+	in, ok := s.openRun(ctx, c, &msg)
+	if !ok {
 		return
 	}
 	defer in.Close()
@@ -260,14 +257,21 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 // openRun resolves msg's session as every run kind does
 // (store.OpenRun): the named one at its level or a lower one the message
 // asks for, or a fresh one when it names none, whose id then goes in msg
-// and so in every message of the run. The caller closes the run.
-func (s *Server) openRun(ctx context.Context, msg *wsMessage) (store.Run, error) {
+// and so in every message of the run. The caller closes the run; on
+// failure the client has been told and ok is false.
+func (s *Server) openRun(ctx context.Context, c *client, msg *wsMessage) (in store.Run, ok bool) {
 	in, err := s.cfg.Store.OpenRun(ctx, msg.SessionID, msg.PermissionLevel)
 	if err != nil {
-		return store.Run{}, err
+		runFailed(c, *msg, err)
+		return store.Run{}, false
 	}
 	msg.SessionID = in.Session
-	return in, nil
+	return in, true
+}
+
+// runFailed tells the client a run or workflow of msg ended with err.
+func runFailed(c *client, msg wsMessage, err error) {
+	c.sendJSON(wsError{Type: "error", RunID: msg.RunID, SessionID: msg.SessionID, Code: mediator.CodeOf(err), Error: err.Error()})
 }
 
 // gatewayDenials records the denials the runtime decides itself in a run

@@ -80,10 +80,12 @@ var OperationTable = []OperationRule{
 		OpenWorld: true, Why: "sends data to a server"},
 	{Name: OpNetworkFetch, Method: "DELETE", Permission: PermNetworkFetch, Class: AlwaysConfirm, Target: "origin",
 		Destructive: true, Idempotent: true, OpenWorld: true, Why: "asks a server to delete something"},
-	// No grant: the permission set's workspace column decides whether a
-	// module can write its session's workspace at all (read-write sets
-	// only); each write is still decided and recorded here.
-	{Name: OpWorkspaceWrite, Workspace: WorkspaceReadWrite, Class: AlwaysSafe, StaysLocal: true,
+	// The workspace: reached only through the workspace.read and
+	// workspace.write grants, under a set whose workspace column covers
+	// them. Each open for reading and each change is decided and recorded.
+	{Name: OpWorkspaceRead, Permission: PermWorkspaceRead, Workspace: WorkspaceRead, Class: AlwaysSafe, StaysLocal: true,
+		ReadOnly: true, Idempotent: true, Why: "reads a file in the session's own workspace"},
+	{Name: OpWorkspaceWrite, Permission: PermWorkspaceWrite, Workspace: WorkspaceReadWrite, Class: AlwaysSafe, StaysLocal: true,
 		Idempotent: true, Why: "writes a file in the session's own workspace"},
 	// The session's memory: searching needs a medium session, writing a
 	// high one (the session matrix, docs/permissions.md). A write changes

@@ -13,10 +13,19 @@ type factsRecords struct {
 	nullRecords
 	profile string
 	grants  []Permission
+	revoked []Permission
 }
 
 func (f *factsRecords) DecisionFacts(_ context.Context, _ string, perm Permission, _, _ string) (DecisionFacts, error) {
-	return DecisionFacts{ProfileJSON: f.profile, Granted: slices.Contains(f.grants, perm)}, nil
+	has := func(p Permission) bool { return slices.Contains(f.grants, p) }
+	d := DecisionFacts{ProfileJSON: f.profile, Granted: has(perm), Workspace: GrantedWorkspace(has)}
+	d.Revoked = !d.Granted && slices.Contains(f.revoked, perm)
+	for _, p := range f.revoked {
+		if (p == PermWorkspaceRead || p == PermWorkspaceWrite) && !has(p) {
+			d.WorkspaceRevoked = append(d.WorkspaceRevoked, p)
+		}
+	}
+	return d, nil
 }
 
 func profileWithSet(t *testing.T, set PermissionSet) string {
@@ -32,7 +41,10 @@ func profileWithSet(t *testing.T, set PermissionSet) string {
 // docs/permissions.md for memory and the shell, and to the grant and the
 // permission set under it: each row names the code and what decided it.
 func TestSessionMatrix(t *testing.T) {
-	both := []Permission{PermMemory, PermShell}
+	both := []Permission{PermMemory, PermShell, PermWorkspaceRead, PermWorkspaceWrite}
+	readOnly := []Permission{PermShell, PermWorkspaceRead}
+	wsWrite := Operation{Name: OpWorkspaceWrite, Method: "create", Path: "a.txt", TextLength: 5}
+	wsRead := Operation{Name: OpWorkspaceRead, Path: "a.txt"}
 	search := Operation{Name: OpMemorySearch, TextLength: 5}
 	write := Operation{Name: OpMemoryWrite, TextLength: 5}
 	shell := func(s ShellStep) Operation { return ShellOp("a", "", s) }
@@ -80,6 +92,20 @@ func TestSessionMatrix(t *testing.T) {
 		{"an unrecorded step with too many paths", SetTrusted, both, LevelHigh, Operation{Name: "shell.cat", Shell: &ShellStep{Command: "cat", ReadsOutside: true, Paths: make([]string, MaxShellPaths+1)}}, CodePathNotAllowed, "shell:cat"},
 		{"many inside paths are fine", SetTrusted, both, LevelHigh, shell(ShellStep{Command: "rm", Writes: true, Paths: make([]string, 40)}), CodeAllowed, "class:ALWAYS_SAFE"},
 		{"a step on another operation", SetTrusted, both, LevelHigh, Operation{Name: OpMemorySearch, Shell: &ShellStep{Command: "ls"}}, CodeBadRequest, "class:ALWAYS_SAFE"},
+
+		// The workspace is a grant the person saw: the set alone, however
+		// large, reaches nothing.
+		{"ls without workspace.read", SetTrusted, []Permission{PermShell}, LevelHigh, shell(ShellStep{Command: "ls"}), CodePermissionNotGranted, "grant:workspace.read"},
+		{"ls with workspace.read", SetReadonly, readOnly, LevelLow, shell(ShellStep{Command: "ls"}), CodeAllowed, "class:ALWAYS_SAFE"},
+		{"mkdir with workspace.read only", SetTrusted, readOnly, LevelHigh, shell(ShellStep{Command: "mkdir", Writes: true}), CodePermissionNotGranted, "grant:workspace.write"},
+		{"echo redirect with workspace.read only", SetTrusted, readOnly, LevelHigh, shell(ShellStep{Command: "echo", Writes: true}), CodePermissionNotGranted, "grant:workspace.write"},
+		{"workspace.write without workspace.read", SetTrusted, []Permission{PermShell, PermWorkspaceWrite}, LevelHigh, shell(ShellStep{Command: "rm", Writes: true}), CodePermissionNotGranted, "grant:workspace.read"},
+		{"a guest write without any grant", SetTrusted, nil, LevelHigh, wsWrite, CodePermissionNotGranted, "grant:workspace.write"},
+		{"a guest write with workspace.write alone", SetTrusted, []Permission{PermWorkspaceWrite}, LevelHigh, wsWrite, CodePermissionNotGranted, "grant:workspace.read"},
+		{"a guest write with both", SetFilesystem, both, LevelLow, wsWrite, CodeAllowed, "class:ALWAYS_SAFE"},
+		{"a guest write under readonly", SetReadonly, both, LevelHigh, wsWrite, CodePermissionOutsideSet, "set:readonly"},
+		{"a guest read without the grant", SetTrusted, nil, LevelHigh, wsRead, CodePermissionNotGranted, "grant:workspace.read"},
+		{"a guest read with it", SetReadonly, readOnly, LevelLow, wsRead, CodeAllowed, "class:ALWAYS_SAFE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := NewPolicy(&factsRecords{profile: profileWithSet(t, tc.set), grants: tc.grants}, PolicyOptions{})
@@ -148,5 +174,32 @@ func TestMemoryAndShellRows(t *testing.T) {
 	}
 	if r, _ := RuleFor(Operation{Name: OpMemoryWrite}); r.ReadOnly || r.MinLevel != LevelHigh {
 		t.Errorf("memory.write: %+v", r)
+	}
+}
+
+// TestRevokedWorkspaceGrant: a workspace grant the person took back is
+// refused as revoked, naming how to give it back, for a shell command as
+// for a guest's write.
+func TestRevokedWorkspaceGrant(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		grants  []Permission
+		revoked []Permission
+		op      Operation
+		by      string
+	}{
+		{"ls, read revoked", []Permission{PermShell}, []Permission{PermWorkspaceRead}, ShellOp("a", LevelHigh, ShellStep{Command: "ls"}), "grant:workspace.read"},
+		{"rm, write revoked", []Permission{PermShell, PermWorkspaceRead}, []Permission{PermWorkspaceWrite}, ShellOp("a", LevelHigh, ShellStep{Command: "rm", Writes: true}), "grant:workspace.write"},
+		{"guest write, write revoked", []Permission{PermWorkspaceRead}, []Permission{PermWorkspaceWrite}, Operation{Name: OpWorkspaceWrite, Method: "write"}, "grant:workspace.write"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewPolicy(&factsRecords{profile: profileWithSet(t, SetTrusted), grants: tc.grants, revoked: tc.revoked}, PolicyOptions{})
+			op := tc.op
+			op.AgentID, op.SessionLevel = "a", LevelHigh
+			d := p.Decide(context.Background(), op)
+			if d.Code != CodeRevokedByUser || d.DecidedBy != tc.by || !strings.Contains(d.Reason, "nmhost grant a") {
+				t.Fatalf("Decide = %s by %s: %s", d.Code, d.DecidedBy, d.Reason)
+			}
+		})
 	}
 }

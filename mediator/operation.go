@@ -62,6 +62,7 @@ const (
 	OpClipboardWrite       = "clipboard.write"
 	OpNotificationsShow    = "notifications.showNotification"
 	OpNetworkFetch         = "network.fetch"
+	OpWorkspaceRead        = "workspace.read"
 	OpWorkspaceWrite       = "workspace.write"
 	OpMemoryWrite          = "memory.write"
 	OpMemorySearch         = "memory.search"

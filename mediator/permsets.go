@@ -90,13 +90,13 @@ func (r PermissionSetRule) Allows(p Permission) bool { return slices.Contains(r.
 var PermissionSetTable = []PermissionSetRule{
 	{Set: SetMinimal, Permissions: []Permission{PermConsoleLog},
 		Workspace: WorkspaceNone, Why: "computes on its input and logs; touches nothing else"},
-	{Set: SetReadonly, Permissions: []Permission{PermConsoleLog, PermPageRead, PermShell},
+	{Set: SetReadonly, Permissions: []Permission{PermConsoleLog, PermPageRead, PermShell, PermWorkspaceRead},
 		Workspace: WorkspaceRead, Why: "reads the page and the workspace; changes and sends nothing"},
-	{Set: SetFilesystem, Permissions: []Permission{PermConsoleLog, PermPageRead, PermMemory, PermShell},
+	{Set: SetFilesystem, Permissions: []Permission{PermConsoleLog, PermPageRead, PermMemory, PermShell, PermWorkspaceRead, PermWorkspaceWrite},
 		Workspace: WorkspaceReadWrite, Why: "reads the page, reads and writes the workspace and the session's memory; sends nothing"},
 	{Set: SetNetworkAPI, Permissions: []Permission{PermConsoleLog, PermNetworkFetch},
 		Workspace: WorkspaceNone, Why: "fetches from its allowed hosts; no page, no workspace"},
-	{Set: SetMCPStandard, Permissions: []Permission{PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardWrite, PermNotifications, PermNetworkFetch, PermMemory, PermShell},
+	{Set: SetMCPStandard, Permissions: []Permission{PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardWrite, PermNotifications, PermNetworkFetch, PermMemory, PermShell, PermWorkspaceRead, PermWorkspaceWrite},
 		Workspace: WorkspaceReadWrite, Env: []string{EnvAgentID, EnvSessionLevel},
 		Why: "what a tool server needs: page, workspace, network, notifications; never reads the clipboard"},
 	{Set: SetTrusted, Permissions: append([]Permission(nil), KnownPermissions...),
@@ -223,3 +223,43 @@ func OutsideSetMessage(set PermissionSet, perm Permission) string {
 const (
 	PureTimeoutMS = 5_000
 )
+
+// GrantedWorkspace is the workspace access an agent's grants give:
+// read with workspace.read, read-write with workspace.read and
+// workspace.write together, none otherwise. The permission set bounds it
+// again (WorkspaceAccessOf).
+func GrantedWorkspace(granted func(Permission) bool) WorkspaceAccess {
+	switch {
+	case granted(PermWorkspaceRead) && granted(PermWorkspaceWrite):
+		return WorkspaceReadWrite
+	case granted(PermWorkspaceRead):
+		return WorkspaceRead
+	}
+	return WorkspaceNone
+}
+
+// WorkspaceAccessOf is what a run may do with its session's workspace:
+// the lesser of what the set allows and what the grants give. The set
+// alone never mounts anything.
+func WorkspaceAccessOf(set PermissionSetRule, granted func(Permission) bool) WorkspaceAccess {
+	g := GrantedWorkspace(granted)
+	if WorkspaceCovers(set.Workspace, g) {
+		return g
+	}
+	return set.Workspace
+}
+
+// WorkspaceGrantFor is the grant that access need lacks when the grants
+// give only has: workspace.read first, then workspace.write.
+func WorkspaceGrantFor(need WorkspaceAccess, granted func(Permission) bool) (Permission, bool) {
+	if need == WorkspaceNone || need == "" {
+		return "", false
+	}
+	if !granted(PermWorkspaceRead) {
+		return PermWorkspaceRead, true
+	}
+	if need == WorkspaceReadWrite && !granted(PermWorkspaceWrite) {
+		return PermWorkspaceWrite, true
+	}
+	return "", false
+}

@@ -59,10 +59,10 @@ func TestPermissionSetTable(t *testing.T) {
 		env       []string
 	}{
 		{SetMinimal, []Permission{PermConsoleLog}, WorkspaceNone, false, nil},
-		{SetReadonly, []Permission{PermConsoleLog, PermPageRead, PermShell}, WorkspaceRead, false, nil},
-		{SetFilesystem, []Permission{PermConsoleLog, PermPageRead, PermMemory, PermShell}, WorkspaceReadWrite, false, nil},
+		{SetReadonly, []Permission{PermConsoleLog, PermPageRead, PermShell, PermWorkspaceRead}, WorkspaceRead, false, nil},
+		{SetFilesystem, []Permission{PermConsoleLog, PermPageRead, PermMemory, PermShell, PermWorkspaceRead, PermWorkspaceWrite}, WorkspaceReadWrite, false, nil},
 		{SetNetworkAPI, []Permission{PermConsoleLog, PermNetworkFetch}, WorkspaceNone, true, nil},
-		{SetMCPStandard, []Permission{PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardWrite, PermNotifications, PermNetworkFetch, PermMemory, PermShell}, WorkspaceReadWrite, true, []string{EnvAgentID, EnvSessionLevel}},
+		{SetMCPStandard, []Permission{PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardWrite, PermNotifications, PermNetworkFetch, PermMemory, PermShell, PermWorkspaceRead, PermWorkspaceWrite}, WorkspaceReadWrite, true, []string{EnvAgentID, EnvSessionLevel}},
 		{SetTrusted, KnownPermissions, WorkspaceReadWrite, true, []string{EnvAgentID, EnvSessionLevel}},
 	} {
 		t.Run(string(tc.set), func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +71,10 @@ const DefaultPromptTimeout = 60 * time.Second
 type decisionFacts struct {
 	granted bool
 	revoked bool
+	// workspace is what the grants give of the workspace; wsRevoked the
+	// workspace permissions the user took back.
+	workspace WorkspaceAccess
+	wsRevoked []Permission
 	caps    Capabilities
 	set     SetChoice  // Set "": the profile names none (bounded at link time instead)
 	pref    Preference // ID 0: none that applies
@@ -88,7 +93,7 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 	if err != nil {
 		return decisionFacts{}, err
 	}
-	f := decisionFacts{granted: raw.Granted, revoked: raw.Revoked}
+	f := decisionFacts{granted: raw.Granted, revoked: raw.Revoked, workspace: raw.Workspace, wsRevoked: raw.WorkspaceRevoked}
 	if a := raw.Preference.Answer; raw.Preference.ID != 0 && (a == AnswerAlwaysAllow || a == AnswerAlwaysBlock) {
 		f.pref = raw.Preference
 	}
@@ -400,7 +405,28 @@ func grantDenial(op Operation, rule OperationRule, f decisionFacts) (PolicyDecis
 		return denied(rule.Class, CodePermissionOutsideSet, "set:"+string(f.set.Set),
 			fmt.Sprintf("%s needs %s access to the workspace; the agent's permission set %s gives %s", op.Name, need, orNone(string(f.set.Set)), orNone(string(r.Workspace)))), false
 	}
+	// The set is only a ceiling: the workspace is reached through grants
+	// the person saw, like every other resource.
+	if lack, ok := WorkspaceGrantFor(need, func(p Permission) bool { return grantsCover(f.workspace, p) }); ok {
+		if slices.Contains(f.wsRevoked, lack) {
+			return denied(rule.Class, CodeRevokedByUser, "grant:"+string(lack), RevokedMessage(op.AgentID, lack)), false
+		}
+		return denied(rule.Class, CodePermissionNotGranted, "grant:"+string(lack),
+			fmt.Sprintf("%s needs %s access to the workspace, and agent %q has not been granted %q", op.Name, need, Truncate(op.AgentID, 64), lack)), false
+	}
 	return PolicyDecision{}, true
+}
+
+// grantsCover reports whether workspace access ws, as the grants give
+// it, includes the grant p.
+func grantsCover(ws WorkspaceAccess, p Permission) bool {
+	switch p {
+	case PermWorkspaceRead:
+		return WorkspaceCovers(ws, WorkspaceRead)
+	case PermWorkspaceWrite:
+		return ws == WorkspaceReadWrite
+	}
+	return false
 }
 
 // shellDenial applies the session matrix to a shell command. The step

@@ -25,12 +25,21 @@ const (
 	// PermShell: the session shell (shell), a fixed set of commands
 	// written in Go over the workspace; it never starts a process.
 	PermShell Permission = "shell"
+	// PermWorkspaceRead: read the session's workspace (the WASI file
+	// functions that read, the shell's reading commands). Without it no
+	// directory is mounted for the module and no shell command runs.
+	PermWorkspaceRead Permission = "workspace.read"
+	// PermWorkspaceWrite: change the session's workspace (create, write,
+	// truncate, rename, remove). It is used together with workspace.read:
+	// a workspace is mounted read-write only when both are granted.
+	PermWorkspaceWrite Permission = "workspace.write"
 )
 
 // KnownPermissions lists every permission in a stable order.
 var KnownPermissions = []Permission{
 	PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardRead,
 	PermClipboardWrite, PermNetworkFetch, PermNotifications, PermMemory, PermShell,
+	PermWorkspaceRead, PermWorkspaceWrite,
 }
 
 // ParsePermission returns p when it is a known permission. Process spawning

@@ -70,6 +70,13 @@ type DecisionFacts struct {
 	// Revoked reports that the user revoked the permission and has not
 	// granted it again: the denial then says so, and how to undo it.
 	Revoked bool
+	// Workspace is the access to the session's workspace the agent's
+	// grants give (GrantedWorkspace), whatever permission the operation
+	// needs: a shell command needs the shell grant and workspace grants.
+	Workspace WorkspaceAccess
+	// WorkspaceRevoked lists the workspace permissions the user revoked
+	// and has not granted again.
+	WorkspaceRevoked []Permission
 	// Preference is the remembered answer for the operation and target;
 	// ID 0 when there is none.
 	Preference Preference

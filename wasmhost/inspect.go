@@ -85,7 +85,7 @@ func Inspect(module []byte) (Inspection, error) {
 			i := slices.IndexFunc(hostFuncs, func(h hostFunc) bool { return h.name == im.name })
 			ii.Permission = hostFuncs[i].permission
 		} else if need, file := wasiWorkspace[im.name]; file && im.module == wasiModule {
-			ii.Workspace = need
+			ii.Workspace, ii.Permission = need, workspacePermission(need)
 			if !mediator.WorkspaceCovers(workspaceNeed, need) {
 				workspaceNeed = need
 			}
@@ -187,4 +187,13 @@ func pureImports(imports []moduleImport) bool {
 		}
 	}
 	return true
+}
+
+// workspacePermission is the grant a WASI file function needs beyond
+// workspace.read: workspace.write for one that changes files.
+func workspacePermission(need mediator.WorkspaceAccess) mediator.Permission {
+	if need == mediator.WorkspaceReadWrite {
+		return mediator.PermWorkspaceWrite
+	}
+	return mediator.PermWorkspaceRead
 }

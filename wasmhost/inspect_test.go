@@ -57,8 +57,17 @@ func TestInspect(t *testing.T) {
 			mediator.SetNetworkAPI, 0.5, false, "cannot read function body", false},
 		{"shell, called", wmodule{imports: []wimport{log, importOf("shell")}, start: callAndDrop(1, 2)},
 			mediator.SetReadonly, 1, false, "readonly is the smallest set", false},
-		{"shell and a workspace write", wmodule{imports: []wimport{importOf("shell"), wasi("path_create_directory", 0x7f, 0x7f, 0x7f)}, start: callAndDrop(0, 2)},
+		{"shell and a workspace write", wmodule{imports: []wimport{importOf("shell"), wasi("path_create_directory", 0x7f, 0x7f, 0x7f)}, start: append(callAndDrop(0, 2), callAndDrop(1, 3)...)},
 			mediator.SetFilesystem, 1, false, "filesystem is the smallest set", false},
+		// An import the code never references does not raise the set:
+		// the reading is unsure (0.5), so an inferred set falls back to
+		// minimal and the write function is never linked.
+		{"an unused fd_pwrite", wmodule{imports: []wimport{importOf("shell"), wasi("fd_pwrite", 0x7f, 0x7f, 0x7f, 0x7e, 0x7f)}, start: callAndDrop(0, 2)},
+			mediator.SetFilesystem, 0.5, false, "never references wasi_snapshot_preview1.fd_pwrite (workspace.write)", false},
+		{"an unused path_open", wmodule{imports: []wimport{log, wasi("path_open", 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7e, 0x7e, 0x7f, 0x7f)}, start: callAndDrop(0, 2)},
+			mediator.SetReadonly, 0.5, false, "never references wasi_snapshot_preview1.path_open (workspace.read)", false},
+		{"path_open, called", wmodule{imports: []wimport{wasi("path_open", 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7e, 0x7e, 0x7f, 0x7f)}, start: callAndDrop(0, 9)},
+			mediator.SetReadonly, 0.8, false, "path_open may open a file for writing", false},
 		{"an import no set links", wmodule{imports: []wimport{wasi("sock_accept", 0x7f, 0x7f, 0x7f)}},
 			mediator.SetMinimal, 0, false, "no permission set links it", true},
 		{"an imported memory", wmodule{imports: []wimport{{module: "env", name: "memory", memory: true, memMin: 1}}},

@@ -49,7 +49,7 @@ func checkImports(imports []moduleImport, granted func(mediator.Permission) bool
 		case wasiModule:
 			if need, file := wasiWorkspace[im.name]; file {
 				if !mediator.WorkspaceCovers(ws, need) {
-					return &linkDenial{Import: full, Workspace: need, Reason: fmt.Sprintf("%s needs %s access to the session's workspace, which the agent's permission set does not give", full, need)}
+					return &linkDenial{Import: full, Workspace: need, Reason: fmt.Sprintf("%s needs %s access to the session's workspace, which the agent's grants and permission set do not give", full, need)}
 				}
 				continue
 			}

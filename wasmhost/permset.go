@@ -123,12 +123,12 @@ func (rs runSet) outsideWorkspace(imp string, need mediator.WorkspaceAccess, det
 	return mediator.CodeSetFallback, msg + " (" + rs.choice.Warning + ")"
 }
 
-// workspaceFS mounts the run's workspace at /workspace when its set gives
-// workspace access. The mount is the workspace's own os.Root file system,
+// workspaceFS mounts the run's workspace at /workspace when its grants
+// give workspace access and its set allows it (workspaceAccess). The mount is the workspace's own os.Root file system,
 // never wazero's directory mount, and each change goes through the
 // policy as workspace.write with its path and size.
 func (ru *run) workspaceFS() (wazero.FSConfig, bool) {
-	access := ru.set.rule.Workspace
+	access := ru.workspaceAccess()
 	if ru.spec.Workspace == nil || access == mediator.WorkspaceNone || access == "" {
 		return nil, false
 	}
@@ -143,3 +143,21 @@ func (ru *run) workspaceFS() (wazero.FSConfig, bool) {
 
 // WorkspaceGuestPath is where a guest finds its workspace.
 const WorkspaceGuestPath = "/workspace"
+
+// granted is the set of the agent's grants as the run was given them.
+func (ru *run) granted() map[mediator.Permission]bool {
+	granted := make(map[mediator.Permission]bool, len(ru.spec.Agent.Grants))
+	for _, g := range ru.spec.Agent.Grants {
+		granted[g.Permission] = true
+	}
+	return granted
+}
+
+// workspaceAccess is what the run may do with its session's workspace:
+// what the workspace grants give, bounded by the set. A set alone mounts
+// nothing, so an agent whose profile asks for nothing reaches nothing,
+// whatever its module imports.
+func (ru *run) workspaceAccess() mediator.WorkspaceAccess {
+	g := ru.granted()
+	return mediator.WorkspaceAccessOf(ru.set.rule, func(p mediator.Permission) bool { return g[p] })
+}

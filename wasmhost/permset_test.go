@@ -16,8 +16,11 @@ import (
 // underSet is an agent record with every permission granted and set as
 // its manual permission set, so only the set can refuse a link.
 func underSet(id string, set mediator.PermissionSet, c mediator.Capabilities) mediator.AgentRecord {
+	// The set's permissions are required, so installing the profile in
+	// the store grants them (the policy reads the store's grants).
+	rule, _ := mediator.SetRule(set)
 	p := mediator.Profile{AgentID: id, PermissionSet: set, PermissionSource: mediator.SetSourceManual, Capabilities: c,
-		Permissions: mediator.Permissions{Optional: mediator.KnownPermissions}}
+		Permissions: mediator.Permissions{Required: rule.Permissions, Optional: mediator.KnownPermissions}}
 	if err := p.Normalize(); err != nil {
 		panic(err)
 	}

@@ -275,12 +275,10 @@ func (ru *run) compiled(ctx context.Context, eng *engine, maxMem int64) (wazero.
 // link checks imports against the agent's grants. A refusal is recorded in
 // the denial log, naming the import.
 func (ru *run) link(ctx context.Context, imports []moduleImport) (Result, bool) {
-	granted := map[mediator.Permission]bool{}
-	for _, g := range ru.spec.Agent.Grants {
-		granted[g.Permission] = true
-	}
-	// The set bounds the grants: a run links their intersection.
-	d := checkImports(imports, func(p mediator.Permission) bool { return granted[p] && ru.set.rule.Allows(p) }, ru.set.rule.Workspace)
+	granted := ru.granted()
+	// The set bounds the grants: a run links their intersection, and the
+	// workspace the lesser of the set's column and the workspace grants.
+	d := checkImports(imports, func(p mediator.Permission) bool { return granted[p] && ru.set.rule.Allows(p) }, ru.workspaceAccess())
 	if d == nil {
 		d = ru.shellNeedsWorkspace(imports)
 	}
@@ -292,8 +290,17 @@ func (ru *run) link(ctx context.Context, imports []moduleImport) (Result, bool) 
 	code, reason := mediator.CodeImportNotGranted, d.Reason
 	details := map[string]string{"import": d.Import}
 	switch {
-	case d.Workspace != "":
+	case d.Workspace != "" && !mediator.WorkspaceCovers(ru.set.rule.Workspace, d.Workspace):
 		code, reason = ru.set.outsideWorkspace(d.Import, d.Workspace, details)
+	case d.Workspace != "":
+		// The set would allow it; the person did not grant it.
+		lack, _ := mediator.WorkspaceGrantFor(d.Workspace, func(p mediator.Permission) bool { return granted[p] })
+		d.Permission = lack
+		reason = fmt.Sprintf("the module imports %s, which needs %s access to the session's workspace: the %s grant, which the agent was not granted", d.Import, d.Workspace, lack)
+		if slices.Contains(ru.spec.Agent.Revoked, lack) {
+			code = mediator.CodeRevokedByUser
+			reason = fmt.Sprintf("the module imports %s, which needs %s: %s", d.Import, lack, mediator.RevokedMessage(ru.spec.Agent.Profile.AgentID, lack))
+		}
 	case granted[d.Permission] && !ru.set.rule.Allows(d.Permission):
 		code, reason = ru.set.outside(d.Import, d.Permission, details)
 	case slices.Contains(ru.spec.Agent.Revoked, d.Permission):

@@ -107,6 +107,10 @@ func (w *shellWorld) run(t *testing.T, o agentOpts, lines ...string) (Result, []
 		id = "ungranted"
 	}
 	rec := underSet(id, o.set, mediator.Capabilities{})
+	if o.noGrant {
+		rec.Profile.Permissions.Required = slices.DeleteFunc(slices.Clone(rec.Profile.Permissions.Required),
+			func(p mediator.Permission) bool { return p == mediator.PermShell })
+	}
 	if _, err := w.f.st.InstallAgent(ctx, rec.Profile, ""); err != nil {
 		t.Fatal(err)
 	}

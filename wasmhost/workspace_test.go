@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/workspace"
@@ -134,5 +135,81 @@ func TestTwoSessionsApart(t *testing.T) {
 	wg.Wait()
 	if !strings.Contains(out[0], "ls /workspace: s1.txt\n") || !strings.Contains(out[1], "ls /workspace: s2.txt\n") {
 		t.Fatalf("%q\n%q", out[0], out[1])
+	}
+}
+
+// TestWorkspaceNeedsGrants: the workspace is reached only through the
+// workspace.read and workspace.write grants. An agent whose profile asks
+// for nothing and names no set (so its set is inferred from its own
+// imports, which reach for files) is refused at link time, naming the
+// grant it lacks; one granted only workspace.read reads and changes
+// nothing. The person's files are untouched either way.
+func TestWorkspaceNeedsGrants(t *testing.T) {
+	module, err := fsprobeWasm()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		set    mediator.PermissionSet
+		grants []mediator.Permission
+		code   mediator.Code
+		want   []string
+	}{
+		{"asks for nothing", "", nil, mediator.CodeImportNotGranted, nil},
+		{"granted reading only", mediator.SetFilesystem, []mediator.Permission{mediator.PermWorkspaceRead}, "",
+			[]string{`read /workspace/mine.txt: "the person's"`, "write /workspace/mine.txt: error", "write /workspace/new.txt: error"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			dir := t.TempDir()
+			mine := filepath.Join(dir, "mine.txt")
+			os.WriteFile(mine, []byte("the person's"), 0o600)
+			prof := mediator.Profile{AgentID: "asks-nothing", PermissionSet: tc.set, Permissions: mediator.Permissions{Required: tc.grants}}
+			if err := prof.Normalize(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.st.InstallAgent(context.Background(), prof, ""); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := f.st.Agent(context.Background(), prof.AgentID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws, err := workspace.Open(dir, workspace.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.Close()
+			spec := f.spec(rec, module, "read /workspace/mine.txt\nwrite /workspace/mine.txt owned\nwrite /workspace/new.txt x")
+			spec.Workspace = ws
+			res, err := sharedRuntime().Run(context.Background(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Code != tc.code {
+				t.Fatalf("code %q (%s); want %q\n%s", res.Code, res.Error, tc.code, res.Output)
+			}
+			if tc.code != "" {
+				if !strings.Contains(res.Error, "the workspace.read grant") {
+					t.Fatalf("the refusal does not name the grant: %s", res.Error)
+				}
+				page, err := f.st.ListDenials(context.Background(), store.DenialFilter{AgentID: prof.AgentID})
+				if err != nil || len(page.Denials) != 1 || page.Denials[0].Code != tc.code || page.Denials[0].Permission != string(mediator.PermWorkspaceRead) {
+					t.Fatalf("denials %+v, %v", page.Denials, err)
+				}
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.Output, w) {
+					t.Errorf("output lacks %q:\n%s", w, res.Output)
+				}
+			}
+			if b, _ := os.ReadFile(mine); string(b) != "the person's" {
+				t.Fatalf("the person's file became %q", b)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "new.txt")); err == nil {
+				t.Fatal("a file was created")
+			}
+		})
 	}
 }

@@ -341,7 +341,11 @@ func TestPythonShell(t *testing.T) {
 	for _, a := range []struct {
 		id, set string
 	}{{"pysh", "filesystem"}, {"pysh-ro", "readonly"}} {
-		prof := pyProfile(a.id, []string{"shell"})
+		perms := []string{"shell", "workspace.read", "workspace.write"}
+		if a.set == "readonly" {
+			perms = perms[:2]
+		}
+		prof := pyProfile(a.id, perms)
 		prof["permissionSet"] = a.set
 		h.mustOK("install-agent", map[string]any{"profile": prof, "module": "await restricted_api.shell('ls')\n"}, nil)
 	}

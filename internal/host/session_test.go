@@ -196,7 +196,7 @@ func TestEveryRunKindHasASession(t *testing.T) {
 }
 
 // installFiles installs the fsprobe module as agent "files" under the
-// filesystem set. A Go module's first compile counts against
+// filesystem set, granted the workspace. A Go module's first compile counts against
 // executionTimeout, and under the race detector on a busy machine it
 // takes many seconds, hence the long timeout.
 func installFiles(h *harness) {
@@ -206,7 +206,7 @@ func installFiles(h *harness) {
 		h.t.Fatal(err)
 	}
 	h.mustOK("install-agent", map[string]any{"profile": map[string]any{
-		"agentId": "files", "permissionSet": "filesystem", "permissions": map[string]any{"required": []string{}},
+		"agentId": "files", "permissionSet": "filesystem", "permissions": map[string]any{"required": []string{"workspace.read", "workspace.write"}},
 		"capabilities": map[string]any{"maxMemory": 33554432, "executionTimeout": 300000},
 	}, "module": base64.StdEncoding.EncodeToString(module)}, nil)
 }

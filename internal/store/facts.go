@@ -21,6 +21,12 @@ func (s *Store) DecisionFacts(ctx context.Context, agentID string, perm mediator
 	}
 	f := mediator.DecisionFacts{ProfileJSON: a.profileJSON, Granted: a.granted(perm)}
 	f.Revoked = !f.Granted && a.isRevoked(perm)
+	f.Workspace = mediator.GrantedWorkspace(a.granted)
+	for _, p := range []mediator.Permission{mediator.PermWorkspaceRead, mediator.PermWorkspaceWrite} {
+		if !a.granted(p) && a.isRevoked(p) {
+			f.WorkspaceRevoked = append(f.WorkspaceRevoked, p)
+		}
+	}
 	if p, ok := a.prefs[prefKey{operation, target}]; ok {
 		f.Preference = p
 	}

@@ -56,7 +56,8 @@ type RunSpec struct {
 	// network_disabled.
 	Fetch func(ctx context.Context, req netproxy.Request) (*netproxy.Response, error)
 	// Workspace is the run's session workspace, mounted at /workspace
-	// when the permission set gives workspace access (read-only for
+	// when the agent's workspace grants give access and its permission
+	// set allows it (read-only with workspace.read alone, or under
 	// readonly); nil mounts nothing. Every change a guest makes to it is
 	// decided and recorded as workspace.write.
 	Workspace *workspace.Workspace

@@ -194,7 +194,9 @@ func TestAgentShellHostileLines(t *testing.T) {
 		code       mediator.Code
 		audit      []string // the shell decisions recorded
 	}{
-		{"dot dot", "cat ../outside/canary.txt", mediator.CodePathNotAllowed, []string{"shell.cat allowed ../outside/canary.txt"}},
+		// Refused before it is decided, as a denial of the shell layer
+		// (TestAgentShellRefusedLinesAreRecorded), not an allowed cat.
+		{"dot dot", "cat ../outside/canary.txt", mediator.CodePathNotAllowed, nil},
 		{"absolute read asks and is refused", "cat " + w.canary, mediator.CodeUserDenied, []string{"shell.cat user_denied " + w.canary}},
 		{"absolute with dot dot is cleaned", "cat " + w.dir + "/../outside/canary.txt", mediator.CodeUserDenied, []string{"shell.cat user_denied " + w.canary}},
 		{"planted link read", "cat planted", mediator.CodePathNotAllowed, []string{"shell.cat allowed planted"}},
@@ -413,7 +415,11 @@ func TestAgentShellNeverWalksOutside(t *testing.T) {
 // with its code, tied to a decision record.
 func TestAgentShellRefusedLinesAreRecorded(t *testing.T) {
 	w := newShellWorld(t)
-	lines := []string{"echo $(cat " + w.canary + ")", "cat `echo " + w.canary + "`", "cat ../*"}
+	// The last three: a name that climbs out, refused before it is
+	// decided; a planted link out and a write through it, which the
+	// workspace refuses after the command was allowed. Each is a denial.
+	lines := []string{"echo $(cat " + w.canary + ")", "cat `echo " + w.canary + "`", "cat ../*",
+		"cat ../../x", "cat planted", "echo owned > planted"}
 	res, outs, _ := w.run(t, agentOpts{set: mediator.SetFilesystem, level: mediator.LevelHigh}, lines...)
 	if res.Status != "ok" || len(outs) != len(lines) {
 		t.Fatalf("%s %s\n%s", res.Status, res.Error, res.Output)

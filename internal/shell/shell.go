@@ -70,7 +70,8 @@ type undecided struct{ error }
 func (u undecided) Unwrap() error { return u.error }
 
 // Undecided reports whether err refused a line, or one of its commands,
-// before Decide heard of it: nobody has recorded it yet, so the caller
+// before Decide heard of it, or was the workspace refusing what an
+// allowed command tried: no denial is on record yet, so the caller
 // records it (Agent.Refused).
 func Undecided(err error) bool {
 	var u undecided
@@ -195,6 +196,16 @@ func (sh *Shell) call(ctx context.Context, c *call, in []byte, out io.Writer) er
 		step.Writes = true
 		step.Paths = append(step.Paths, pathName(w))
 	}
+	// A workspace name that climbs out ("../../x") or that no workspace
+	// may hold is refused here, before it is put to Decide as if it were
+	// inside: it is a refusal, on record as one, not a failed command.
+	for _, p := range step.Paths {
+		if !outside(p) {
+			if _, err := workspace.Clean(p); err != nil {
+				return undecided{err}
+			}
+		}
+	}
 	if sh.Decide == nil {
 		return refused{mediator.Errorf(mediator.CodeShellNotAllowed, "this shell has no one to decide its commands, so it runs none")}
 	}
@@ -204,7 +215,23 @@ func (sh *Shell) call(ctx context.Context, c *call, in []byte, out io.Writer) er
 	}
 	err = sh.run(ctx, c, name, args, in, out)
 	done(err)
+	if enforcedByWorkspace(err) {
+		// The command was allowed, and the workspace then refused what it
+		// tried (a link out, the quota, a file that is not regular): the
+		// executed record says it failed, and the refusal is a denial too.
+		return undecided{err}
+	}
 	return err
+}
+
+// enforcedByWorkspace reports whether err is the workspace refusing
+// something, rather than a command failing (a missing file).
+func enforcedByWorkspace(err error) bool {
+	switch mediator.CodeOf(err) {
+	case mediator.CodePathNotAllowed, mediator.CodeQuotaExceeded:
+		return true
+	}
+	return false
 }
 
 // pathName is how a step names a path: an outside name cleaned, so the

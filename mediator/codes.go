@@ -189,3 +189,41 @@ func MessageOf(err error) string {
 	}
 	return err.Error()
 }
+
+// IsRefusal reports whether code refuses something an agent or a caller
+// asked for, as opposed to reporting how something allowed turned out (a
+// run that trapped or ran out of time, a fetch whose server failed, a
+// missing file, a verdict about the audit trail) or the host failing.
+// Every refusal reaches the denial log with an audit record, whichever
+// layer refused (TestEveryReasonCodeReachesTheDenialLog).
+func IsRefusal(code Code) bool {
+	switch code {
+	case "", CodeAllowed, CodeInternal,
+		CodeTimeout, CodeTrap, CodeMemoryLimit, CodeCallLimit, CodeExitNonZero,
+		CodeUpstreamError, CodeDNSError, CodeNotFound, CodeDependencyFailed,
+		CodeAuditBadSignature, CodeAuditTruncated, CodeAuditInconsistent:
+		return false
+	}
+	return true
+}
+
+// recorded marks a refusal whose denial is already in the log.
+type recorded struct{ error }
+
+func (r recorded) Unwrap() error { return r.error }
+
+// Recorded marks err as a refusal its refuser has already written to the
+// denial log, so the layer that reports it does not write it twice.
+func Recorded(err error) error {
+	if err == nil {
+		return nil
+	}
+	return recorded{err}
+}
+
+// IsRecorded reports whether err, or an error it wraps, was marked
+// Recorded.
+func IsRecorded(err error) bool {
+	var r recorded
+	return errors.As(err, &r)
+}

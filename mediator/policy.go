@@ -292,7 +292,7 @@ func (p *Policy) Authorize(ctx context.Context, op Operation) (func(error), erro
 	}
 	if !allowed {
 		p.logDenial(ctx, op, d, rec.Seq)
-		return nil, fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, Errorf(codeOrInternal(d.Code), "%s", d.Reason))
+		return nil, Recorded(fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, Errorf(codeOrInternal(d.Code), "%s", d.Reason)))
 	}
 	return func(result error) {
 		e := executed(result)

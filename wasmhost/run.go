@@ -120,6 +120,14 @@ func (r *Runtime) Run(ctx context.Context, spec RunSpec) (Result, error) {
 	start := time.Now()
 	ru := &run{rt: r, spec: spec}
 	res := ru.execute(ctx)
+	if mediator.IsRefusal(res.Code) && !slices.ContainsFunc(ru.denials, func(d mediator.Denial) bool { return d.Code == res.Code }) {
+		// A run the runtime refused as a whole (a module wazero will not
+		// compile, one past a limit, an output past its budget) is a
+		// refusal like any other: on the record, once.
+		ru.deny(context.WithoutCancel(ctx), mediator.Denial{AgentID: spec.Agent.Profile.AgentID, Code: res.Code,
+			Context: mediator.DenialContext{Reason: mediator.Truncate(res.Error, mediator.MaxDenialReasonBytes), Layer: "run",
+				Details: map[string]string{"operation": "run", "decidedBy": "run"}}})
+	}
 	res.Output, res.Calls, res.Denials = ru.out.String(), ru.calls, ru.denials
 	if res.Denials == nil {
 		res.Denials = []mediator.Denial{}

@@ -46,7 +46,7 @@ func TestDenialsOutsideThePolicyAreAudited(t *testing.T) {
 			h := newHarness(t, true)
 			c.do(h)
 			ctx := context.Background()
-			page, err := h.st.ListDenials(ctx, store.DenialFilter{AgentID: c.agent})
+			page, err := h.st.ListDenials(ctx, store.DenialFilter{AgentID: c.agent, Code: c.code})
 			if err != nil || len(page.Denials) != 1 {
 				t.Fatalf("denials %+v %v", page, err)
 			}

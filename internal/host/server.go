@@ -214,6 +214,7 @@ func (s *server) handle(ctx context.Context, req *request, err error) {
 		return
 	}
 	if err != nil {
+		s.recordRefusal(ctx, req, err)
 		s.sendErr(id, err)
 		return
 	}
@@ -223,12 +224,15 @@ func (s *server) handle(ctx context.Context, req *request, err error) {
 	}
 	h, ok := handlers[req.Type]
 	if !ok {
-		s.sendErr(id, mediator.Errorf(mediator.CodeUnknownType, "request type %q is not known", clip(req.Type)))
+		err := mediator.Errorf(mediator.CodeUnknownType, "request type %q is not known", clip(req.Type))
+		s.recordRefusal(ctx, req, err)
+		s.sendErr(id, err)
 		return
 	}
 	data, err := h(ctx, s, req)
 	if err != nil {
 		s.log.Info("request failed", "type", req.Type, "id", string(req.ID), "code", mediator.CodeOf(err), "err", err)
+		s.recordRefusal(ctx, req, err)
 		s.sendErr(id, err)
 		return
 	}
@@ -264,6 +268,32 @@ func (s *server) recordDenial(ctx context.Context, d mediator.Denial) {
 	if _, err := s.opts.Store.LogDenial(context.WithoutCancel(ctx), d); err != nil {
 		s.log.Error("denial not recorded", "agent", d.AgentID, "permission", d.Permission, "code", d.Code, "err", err)
 	}
+}
+
+// recordRefusal puts a request's refusal in the denial log, with its
+// audit record, unless the layer that refused has already done so
+// (mediator.Recorded): whatever refuses, a refusal is on the record once.
+// Outcomes that are not refusals (a run that timed out, a server that
+// failed, the host failing) are not denials.
+func (s *server) recordRefusal(ctx context.Context, req *request, err error) {
+	code := mediator.CodeOf(err)
+	if !mediator.IsRefusal(code) || mediator.IsRecorded(err) {
+		return
+	}
+	var p struct {
+		AgentID    string `json:"agentId"`
+		Permission string `json:"permission"`
+	}
+	typ := ""
+	if req != nil {
+		typ = clip(req.Type)
+		_ = json.Unmarshal(req.Raw, &p)
+	}
+	s.recordDenial(ctx, mediator.Denial{
+		AgentID: mediator.Truncate(p.AgentID, mediator.MaxAgentIDLen), Permission: mediator.Truncate(p.Permission, 64), Code: code,
+		Context: mediator.DenialContext{Reason: mediator.MessageOf(err), Method: typ,
+			Details: map[string]string{"operation": typ, "decidedBy": "request:" + typ}},
+	})
 }
 
 func (s *server) sendErr(id json.RawMessage, err error) {

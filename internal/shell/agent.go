@@ -65,6 +65,7 @@ func (a Agent) Run(ctx context.Context, line string) (string, error) {
 		if Undecided(err) && a.Refused != nil {
 			a.Refused(ctx, mediator.Denial{AgentID: a.AgentID, Permission: string(mediator.PermShell), Code: mediator.CodeOf(err),
 				Context: mediator.DenialContext{Reason: mediator.MessageOf(err), Layer: "shell", Details: map[string]string{"operation": "shell"}}})
+			return "", mediator.Recorded(err)
 		}
 		return "", err
 	}

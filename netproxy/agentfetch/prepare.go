@@ -43,7 +43,7 @@ func (s *Service) prepare(ctx context.Context, req Request) (prepared, error) {
 			Context: mediator.DenialContext{URL: url, Reason: reason, Method: method,
 				Details: map[string]string{"operation": mediator.OpNetworkFetch, "decidedBy": by}},
 		})
-		return fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), mediator.Errorf(code, "%s", reason))
+		return mediator.Recorded(fmt.Errorf("agent[%s] fetch: %w", clip(req.AgentID), mediator.Errorf(code, "%s", reason)))
 	}
 	if err := mediator.ValidAgentID(req.AgentID); err != nil {
 		return p, p.deny(mediator.CodeUnknownAgent, "agent", req.URL, mediator.MessageOf(err))

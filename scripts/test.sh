@@ -3,18 +3,29 @@
 # static checks (go mod tidy, vet for Linux, Windows and macOS, gofmt,
 # staticcheck pinned in go.mod), Chromium, the example agents, Pyodide, then the
 # whole Go suite with the race detector (fuzz seed corpora run as ordinary
-# tests). Everything it needs is installed here, so it works on a fresh
+# tests), then the end-to-end tests in Chromium (-tags e2e). Everything it needs is installed here, so it works on a fresh
 # machine. It ends with one verdict line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-phase() { printf '\n== %s\n' "$*"; }
+# Each phase prints how long the one before it took, and the verdict the
+# whole run's time, so a slow phase shows where it is.
+started=$SECONDS
+phase_start=$SECONDS
+phase() {
+  if [ -n "${current:-}" ] && [ "$current" != setup ]; then
+    printf '   (%s: %ds)\n' "$current" $((SECONDS - phase_start))
+  fi
+  phase_start=$SECONDS
+  printf '\n== %s\n' "$*"
+}
 verdict() {
   local rc=$?
+  printf '   (%s: %ds)\n' "$current" $((SECONDS - phase_start))
   if [ "$rc" -eq 0 ]; then
-    printf '\ntest.sh: PASS (e2e screenshots in %s)\n' "${E2E_ARTIFACTS:-${TMPDIR:-/tmp}/nmhost-e2e-artifacts}"
+    printf '\ntest.sh: PASS in %ds (e2e screenshots in %s)\n' $((SECONDS - started)) "${E2E_ARTIFACTS:-${TMPDIR:-/tmp}/nmhost-e2e-artifacts}"
   else
-    printf '\ntest.sh: FAIL in phase "%s" (exit %d)\n' "$current" "$rc" >&2
+    printf '\ntest.sh: FAIL in phase "%s" after %ds (exit %d)\n' "$current" $((SECONDS - started)) "$rc" >&2
   fi
 }
 current=setup
@@ -33,6 +44,7 @@ go mod tidy -diff
 
 current="vet (linux, windows, darwin)"; phase "$current"
 go vet ./...
+go vet -tags e2e ./e2e
 GOOS=windows go vet ./...
 GOOS=darwin go vet ./...
 
@@ -46,6 +58,7 @@ fi
 
 current="staticcheck"; phase "$current"
 go tool staticcheck ./...
+go tool staticcheck -tags e2e ./e2e
 
 current="core imports no storage"; phase "$current"
 # The decision vocabulary and the network layer must build without SQLite.
@@ -71,3 +84,9 @@ current="Pyodide"; phase "$current"
 
 current="tests"; phase "$current"
 go test -race -count=1 -timeout 30m ./...
+
+# The browser tests, behind their build tag so that plain `go test ./...`
+# needs no browser; here they run, and fail (never skip) when Chromium
+# cannot start.
+current="end-to-end tests (Chromium)"; phase "$current"
+go test -tags e2e -race -count=1 -timeout 30m ./e2e

@@ -35,6 +35,8 @@ func init() {
 
 func TestBrowserCallRoundTrip(t *testing.T) {
 	h := newHarness(t, true)
+	silent := make(chan struct{})
+	t.Cleanup(func() { close(silent) })
 	var seen atomic.Value
 	h.client.SetHostHandler(func(typ string, msg json.RawMessage) map[string]any {
 		seen.Store(string(msg))
@@ -51,7 +53,8 @@ func TestBrowserCallRoundTrip(t *testing.T) {
 		case "hostile-code":
 			return map[string]any{"success": false, "code": "allowed", "error": "pretends to allow"}
 		case "silent":
-			time.Sleep(2 * time.Second)
+			// Never answers while the test runs: the call must time out.
+			<-silent
 		}
 		return map[string]any{"success": false, "code": "Not A Code!", "error": "x"}
 	})
@@ -121,14 +124,26 @@ func TestForgedResultsAreDropped(t *testing.T) {
 
 func TestBrowserCallFailsWhenTheBrowserLeaves(t *testing.T) {
 	h := newHarness(t, true)
-	// No host handler: the call waits; closing the host's input ends the
-	// session and the call must not hang past it.
+	// The browser receives the call and never answers; once it has
+	// arrived (so the host is waiting on it), closing the host's input
+	// ends the session, and the call must not hang past it.
+	arrived, never := make(chan struct{}, 1), make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	h.client.SetHostHandler(func(string, json.RawMessage) map[string]any {
+		arrived <- struct{}{}
+		<-never
+		return nil
+	})
 	done := make(chan error, 1)
 	go func() {
 		_, err := h.client.Call(context.Background(), browserProbe, map[string]any{"call": "page.read.getPageText", "timeoutMs": 60000})
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the browser-call never reached the browser")
+	}
 	h.in.Close()
 	select {
 	case <-h.done:

@@ -75,9 +75,9 @@ type decisionFacts struct {
 	// workspace permissions the user took back.
 	workspace WorkspaceAccess
 	wsRevoked []Permission
-	caps    Capabilities
-	set     SetChoice  // Set "": the profile names none (bounded at link time instead)
-	pref    Preference // ID 0: none that applies
+	caps      Capabilities
+	set       SetChoice  // Set "": the profile names none (bounded at link time instead)
+	pref      Preference // ID 0: none that applies
 }
 
 // facts reads the grant, the profile's capabilities and the remembered

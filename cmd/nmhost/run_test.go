@@ -6,15 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentgate/nmhost/internal/testwasm"
 )
 
 func buildExample(t *testing.T, name string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), name+".wasm")
-	cmd := exec.Command("go", "build", "-o", out, "../../examples/agents/"+name)
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", name, err, b)
+	out, err := testwasm.BuildFile("../../examples/agents/" + name)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

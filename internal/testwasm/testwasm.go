@@ -4,20 +4,38 @@ package testwasm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 )
 
 // Build compiles the Go main package in dir for wasip1 and returns the
-// module's bytes.
+// module's bytes. A module is built once and kept in a directory shared
+// by every test binary of a run (and later runs), named by a hash of
+// what it is built from, so the many packages that run the same agent do
+// not each link it again (linking a Go wasm module takes seconds).
 func Build(dir string) ([]byte, error) {
-	tmp, err := os.MkdirTemp("", "testwasm-")
+	key, err := sourceKey(dir)
+	if err != nil {
+		return nil, err
+	}
+	cache := filepath.Join(cacheDir(), key+".wasm")
+	if b, err := os.ReadFile(cache); err == nil {
+		return b, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(cache), 0o700); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(cache), "build-")
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +46,76 @@ func Build(dir string) ([]byte, error) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building %s for wasip1: %v\n%s", dir, err, b)
 	}
-	return os.ReadFile(out)
+	// A rename is atomic: two binaries building the same agent at once
+	// both write whole files, and the last one stays.
+	if err := os.Rename(out, cache); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(cache)
+}
+
+// BuildFile is Build's module written to a file, for tests that hand a
+// path to a command.
+func BuildFile(dir string) (string, error) {
+	if _, err := Build(dir); err != nil {
+		return "", err
+	}
+	key, err := sourceKey(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cacheDir(), key+".wasm"), nil
+}
+
+// cacheDir is where built modules are kept: NMHOST_TESTWASM_DIR, or a
+// directory in the user's cache.
+func cacheDir() string {
+	if d := os.Getenv("NMHOST_TESTWASM_DIR"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "nmhost-testwasm")
+	}
+	return filepath.Join(os.TempDir(), "nmhost-testwasm")
+}
+
+// sourceKey hashes what a module is built from: the Go files of dir and
+// of the repository's sdk (which agents import), go.mod, and the Go
+// version. Anything else an agent imports comes from the standard
+// library, which the Go version names.
+func sourceKey(dir string) (string, error) {
+	_, self, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(self), "..", "..")
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", runtime.Version())
+	for _, d := range []string{abs, filepath.Join(root, "sdk")} {
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() || (!strings.HasSuffix(p, ".go") && filepath.Base(p) != "go.mod") {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(d, p)
+			fmt.Fprintf(h, "%s %d\n", rel, len(b))
+			h.Write(b)
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	h.Write(mod)
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
 }
 
 // Probe is wasmhost/testdata/probe, the agent whose input lines are

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,7 +147,7 @@ func lookupRun(s *server, runID, agentID string) (*pythonRun, error) {
 }
 
 // callParams are the arguments of every restricted_api function; each
-// call reads the ones it takes.
+// call reads the ones it takes (functionParams).
 type callParams struct {
 	Text     string       `json:"text"`
 	Tags     []string     `json:"tags"`
@@ -157,6 +159,77 @@ type callParams struct {
 	URL      string       `json:"url"`
 	Options  fetchOptions `json:"options"`
 	Command  string       `json:"command"`
+}
+
+// functionParams is the parameters each restricted_api function takes
+// (docs/protocol.md, "agent-call"), by their JSON names. A call carrying
+// any other is bad_request, even one another function takes: "log" with
+// a "url" would otherwise be read without complaint, and what the host
+// ignores today a later version might act on.
+var functionParams = map[string][]string{
+	"log":               {"text"},
+	"querySelector":     {"selector"},
+	"querySelectorAll":  {"selector", "limit"},
+	"getPageText":       {},
+	"setElementText":    {"selector", "text"},
+	"writeToClipboard":  {"text"},
+	"readFromClipboard": {},
+	"fetch":             {"url", "options"},
+	"showNotification":  {"title", "message"},
+	"memory_write":      {"text", "tags"},
+	"memory_search":     {"query", "limit"},
+	"shell":             {"command"},
+}
+
+// paramTypes is, per function, a struct of exactly the callParams fields
+// it takes, built once: mediator.DecodeExact reads a call's params into
+// it in one pass, refusing a member the function does not take, a case
+// variant and a repeat, and the fields are then copied into callParams.
+var paramTypes = sync.OnceValue(func() map[string]reflect.Type {
+	all := reflect.TypeFor[callParams]()
+	out := map[string]reflect.Type{}
+	for name, params := range functionParams {
+		fields := []reflect.StructField{}
+		for _, p := range params {
+			for i := range all.NumField() {
+				if f := all.Field(i); f.Tag.Get("json") == p {
+					fields = append(fields, f)
+				}
+			}
+		}
+		out[name] = reflect.StructOf(fields)
+	}
+	return out
+})
+
+// decodeCallParams reads params, the untrusted arguments of a call of fn.
+func decodeCallParams(fn string, params []byte) (callParams, error) {
+	var a callParams
+	t, ok := paramTypes()[fn]
+	if !ok {
+		return a, mediator.Errorf(mediator.CodeInternal, "restricted_api function %q has no parameter list", fn)
+	}
+	if len(params) == 0 {
+		return a, nil
+	}
+	v := reflect.New(t)
+	if err := mediator.DecodeExact(params, v.Interface()); err != nil {
+		return a, &mediator.Error{Code: mediator.CodeBadRequest,
+			Msg: fmt.Sprintf("params do not fit %s, which takes %s: %s", fn, takes(functionParams[fn]), mediator.Truncate(err.Error(), 200)), Err: err}
+	}
+	dst := reflect.ValueOf(&a).Elem()
+	for i := range t.NumField() {
+		dst.FieldByName(t.Field(i).Name).Set(v.Elem().Field(i))
+	}
+	return a, nil
+}
+
+// takes lists a function's parameters for a message.
+func takes(params []string) string {
+	if len(params) == 0 {
+		return "no parameters"
+	}
+	return "{" + strings.Join(params, ", ") + "}"
 }
 
 // handleAgentCall decides and performs one restricted_api call of an open
@@ -181,11 +254,15 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 	if !ok {
 		return nil, mediator.Errorf(mediator.CodeUnknownOperation, "restricted_api has no function %q", clip(p.Operation))
 	}
-	var a callParams
-	if len(p.Params) > 0 {
-		if err := mediator.DecodeExact(p.Params, &a); err != nil {
-			return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "params do not fit " + fn.Name, Err: err}
-		}
+	a, err := decodeCallParams(fn.Name, p.Params)
+	if err != nil {
+		// A call the host cannot read is refused before any decision,
+		// and recorded as every refusal is: a denial with its audit
+		// record, so a probing agent is on record.
+		s.recordDenial(ctx, mediator.Denial{AgentID: run.agentID, Permission: string(fn.Permission), Code: mediator.CodeOf(err),
+			Context: mediator.DenialContext{Reason: mediator.MessageOf(err), Layer: "host",
+				Details: map[string]string{"operation": fn.Operation, "function": fn.Name}}})
+		return nil, err
 	}
 	switch fn.Name {
 	case "fetch":

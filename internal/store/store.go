@@ -41,6 +41,7 @@ var migrations = []migration{
 	{fill: addDenialAuditSeq},                   // 7 -> 8: each denial names its decision's audit record (denials.go)
 	{sql: factsVersion},                         // 8 -> 9: a counter of changes to what decisions read (schema_facts.go)
 	{sql: schemaMemory},                         // 9 -> 10: the sessions' memory, indexed with FTS5 (schema_memory.go)
+	{fill: splitMemoryIndex},                    // 10 -> 11: one memory index per session, so each ranks on its own (schema_memory.go)
 }
 
 // migration is one schema step: SQL, then, for a step SQL cannot express

@@ -36,14 +36,17 @@ const maxPythonRuns = 64
 
 // pythonRun is one open run of a Python agent.
 type pythonRun struct {
-	owner    *server // the host process the run was opened in
-	agentID  string
-	session  string // the session the run belongs to (store.RunSession): its workspace and memory
-	level    string // the run's level: its session's, or lower
-	origin   string
-	context  json.RawMessage // echoed in the run's browser-calls
-	deadline time.Time
-	calls    int
+	owner   *server // the host process the run was opened in
+	agentID string
+	session string // the session the run belongs to (store.RunSession): its workspace and memory
+	// ephemeral: the run named no session, so session is the run's own,
+	// removed when the run ends or expires (store.DeleteEphemeralSession).
+	ephemeral bool
+	level     string // the run's level: its session's, or lower
+	origin    string
+	context   json.RawMessage // echoed in the run's browser-calls
+	deadline  time.Time
+	calls     int
 }
 
 // pythonRuns holds the open runs of every host in this process, keyed by
@@ -81,32 +84,42 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 		return nil, mediator.Errorf(mediator.CodeWrongRuntime, "agent %q is a WebAssembly agent: run it with run-agent", p.AgentID)
 	}
 	// The run belongs to a session as a module's run does: the named one
-	// (its level, lowered by the request, never raised) or a fresh one.
+	// (its level, lowered by the request, never raised) or a fresh,
+	// ephemeral one, removed when the run ends.
 	sessionID, level, err := s.opts.Store.RunSession(ctx, p.SessionID, p.SessionLevel)
 	if err != nil {
 		return nil, err
 	}
+	ephemeral := p.SessionID == ""
 	var granted []mediator.Permission
 	for _, g := range rec.Grants {
 		granted = append(granted, g.Permission)
 	}
 	caps := rec.Profile.Capabilities
-	run := &pythonRun{owner: s, agentID: p.AgentID, session: sessionID, level: level, origin: p.Origin, context: bound,
+	run := &pythonRun{owner: s, agentID: p.AgentID, session: sessionID, ephemeral: ephemeral, level: level, origin: p.Origin, context: bound,
 		deadline: time.Now().Add(caps.Timeout() + pythonRunSlack)}
 	id := newRunID()
 	pythonRuns.Lock()
 	now := time.Now()
+	var expired []*pythonRun
 	for k, r := range pythonRuns.m {
 		if now.After(r.deadline) {
 			delete(pythonRuns.m, k)
+			expired = append(expired, r)
 		}
 	}
-	if len(pythonRuns.m) >= maxPythonRuns {
-		pythonRuns.Unlock()
+	full := len(pythonRuns.m) >= maxPythonRuns
+	if !full {
+		pythonRuns.m[id] = run
+	}
+	pythonRuns.Unlock()
+	for _, r := range expired {
+		r.end(ctx)
+	}
+	if full {
+		run.end(ctx)
 		return nil, mediator.Errorf(mediator.CodeTooLarge, "%d Python runs are open already", maxPythonRuns)
 	}
-	pythonRuns.m[id] = run
-	pythonRuns.Unlock()
 	api := pyagent.Present(granted)
 	if api == nil {
 		api = []string{}
@@ -129,21 +142,31 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 // lookupRun finds an open run of agentID in host s. Anything else (an
 // unknown id, another agent's run, another host's, an expired or ended
 // one) is the same unknown_run, so a guess learns nothing.
-func lookupRun(s *server, runID, agentID string) (*pythonRun, error) {
+func lookupRun(ctx context.Context, s *server, runID, agentID string) (*pythonRun, error) {
+	r, expired, err := findRun(s, runID, agentID)
+	if expired != nil {
+		expired.end(ctx) // after the lock is let go: it writes the store
+	}
+	return r, err
+}
+
+// findRun is lookupRun under the lock; an expired run it drops is
+// returned to be ended.
+func findRun(s *server, runID, agentID string) (r *pythonRun, expired *pythonRun, err error) {
 	pythonRuns.Lock()
 	defer pythonRuns.Unlock()
 	r, ok := pythonRuns.m[runID]
 	if ok && time.Now().After(r.deadline) {
 		delete(pythonRuns.m, runID)
-		ok = false
+		ok, expired = false, r
 	}
 	if !ok || r.owner != s || r.agentID != agentID {
-		return nil, mediator.Errorf(mediator.CodeUnknownRun, "no open Python run %q of agent %q", clip(runID), clip(agentID))
+		return nil, expired, mediator.Errorf(mediator.CodeUnknownRun, "no open Python run %q of agent %q", clip(runID), clip(agentID))
 	}
 	if r.calls++; r.calls > maxPythonCalls {
-		return nil, mediator.Errorf(mediator.CodeCallLimit, "the run made more than %d calls", maxPythonCalls)
+		return nil, nil, mediator.Errorf(mediator.CodeCallLimit, "the run made more than %d calls", maxPythonCalls)
 	}
-	return r, nil
+	return r, nil, nil
 }
 
 // callParams are the arguments of every restricted_api function; each
@@ -246,7 +269,7 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	run, err := lookupRun(s, p.RunID, p.AgentID)
+	run, err := lookupRun(ctx, s, p.RunID, p.AgentID)
 	if err != nil {
 		return nil, err
 	}
@@ -366,8 +389,20 @@ func (r *pythonRun) shell(ctx context.Context, s *server, line string) (any, err
 	return map[string]any{"output": out}, nil
 }
 
+// end removes the run's session when it is the run's own (ephemeral):
+// the run ended, or expired, and nobody else knows that session. A
+// failure is logged; the store's next open sweeps what is left.
+func (r *pythonRun) end(ctx context.Context) {
+	if !r.ephemeral {
+		return
+	}
+	if err := r.owner.opts.Store.DeleteEphemeralSession(context.WithoutCancel(ctx), r.session); err != nil {
+		r.owner.log.Error("ephemeral session not removed", "session", r.session, "err", err)
+	}
+}
+
 // handlePythonRunEnd closes a run: later calls with its id are unknown_run.
-func handlePythonRunEnd(_ context.Context, s *server, req *request) (any, error) {
+func handlePythonRunEnd(ctx context.Context, s *server, req *request) (any, error) {
 	var p struct {
 		RunID   string `json:"runId"`
 		AgentID string `json:"agentId"`
@@ -387,6 +422,7 @@ func handlePythonRunEnd(_ context.Context, s *server, req *request) (any, error)
 	if !ok {
 		return nil, mediator.Errorf(mediator.CodeUnknownRun, "no open Python run %q of agent %q", clip(p.RunID), clip(p.AgentID))
 	}
+	r.end(ctx)
 	s.log.Info("python run ended", "agent", p.AgentID, "status", clip(p.Status), "calls", r.calls)
 	return map[string]any{"runId": p.RunID, "ended": true, "calls": r.calls}, nil
 }

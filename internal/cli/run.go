@@ -32,7 +32,7 @@ func runAgent(ctx context.Context, env Env) error {
 	fs.StringVar(&page, "page", "", "answer page.read and page.write from the HTML file `FILE.html`")
 	fs.StringVar(&level, "level", "", "the run's permission level `L`: low, medium (default) or high; never above its session's")
 	var session string
-	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session")
+	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session, removed when the run ends")
 	fs.Var(&yesTo, "yes-to", "answer prompts for this operation `OP` with allow-once (repeatable), e.g. clipboard.write")
 	args, err := parse(specFor("run"), fs, env)
 	if err != nil {

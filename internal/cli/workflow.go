@@ -17,7 +17,7 @@ import (
 
 // runWorkflowCmd: nmhost workflow run [--session ID] [--level L]
 // [--yes-to-layers] [--json] FILE.json. The workflow runs in a session
-// like every run (store.RunSession: a fresh one without --session). The agents must be installed; each layer is decided before
+// like every run (store.RunSession: a fresh ephemeral one without --session). The agents must be installed; each layer is decided before
 // it runs, and a layer that needs a person is asked about once on the
 // terminal (denied when stdin is not one, unless --yes-to-layers).
 func runWorkflowCmd(ctx context.Context, env Env) error {
@@ -25,7 +25,7 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 	var yes, jsonOutput bool
 	fs := flag.NewFlagSet("workflow run", flag.ContinueOnError)
 	fs.StringVar(&level, "level", "", "the run's permission level `L`: low, medium (default) or high; never above its session's")
-	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session")
+	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session, removed when the run ends")
 	fs.BoolVar(&yes, "yes-to-layers", false, "answer every layer prompt with allow-once (for scripts; each task is still decided and recorded)")
 	fs.BoolVar(&jsonOutput, "json", false, "print each task-result and the summary as JSON lines")
 	args, err := parse(specFor("workflow run"), fs, env)

@@ -152,7 +152,8 @@ type Store struct {
 
 // Open opens (creating if needed) the store in dir: dir/nmhost.db and
 // dir/modules/. dir is created 0700 when missing. Open is on the host's
-// cold-start path, so it does one query when the schema is current.
+// cold-start path, so it does two queries when the schema is current
+// (its version, and the ephemeral sessions a killed host left).
 func Open(dir string, opts Options) (*Store, error) {
 	if dir == "" {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: empty data directory")

@@ -205,3 +205,23 @@ func TestListingsPrintAgentTextEscaped(t *testing.T) {
 		}
 	})
 }
+
+// TestPromptShowsTargetEscaped: the question a person answers shows the
+// target an agent chose escaped, so a bidi override or an escape
+// sequence cannot show another URL than the one being allowed.
+func TestPromptShowsTargetEscaped(t *testing.T) {
+	var out bytes.Buffer
+	p, _ := newCLIPrompter(strings.NewReader("d\n"), &out, nil)
+	p.interactive = true // as if stdin were a terminal
+	req := mediator.PromptRequest{Class: mediator.RequiresConfirmation, Reason: "why\x1b[2J",
+		Op: mediator.Operation{AgentID: "a", Name: mediator.OpNetworkFetch, Method: "POST", URL: "https://evil.test/\u202etxt.moc.knab\r"}}
+	if _, err := p.Prompt(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	assertInert(t, out.String())
+	for _, want := range []string{`target: POST https://evil.test/\u202etxt.moc.knab\r`, `why\x1b[2J`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("prompt %q does not show %q", out.String(), want)
+		}
+	}
+}

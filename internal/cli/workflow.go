@@ -81,11 +81,12 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 			enc.Encode(map[string]any{"event": "task-result", "data": r})
 			return
 		}
-		line := fmt.Sprintf("layer %d  %-20s %s", r.Layer, r.Task, r.Status)
+		line := fmt.Sprintf("layer %d  %-20s %s", r.Layer, mediator.EscapeTerminal(r.Task), r.Status)
 		if r.Error != "" {
-			line += ": " + r.Error
+			line += ": " + mediator.EscapeTerminal(r.Error)
 		} else if v, err := json.Marshal(r.Value); err == nil {
-			line += "  " + mediator.Truncate(string(v), 200)
+			// JSON escapes control characters but not bidi controls.
+			line += "  " + mediator.Truncate(mediator.EscapeTerminalText(string(v)), 200)
 		}
 		fmt.Fprintln(env.Stdout, line)
 	}
@@ -116,7 +117,7 @@ func (l *layerCLIPrompter) PromptLayer(ctx context.Context, lp mediator.LayerPro
 	for _, t := range lp.Tasks {
 		op := t.Op
 		target := strings.TrimSpace(op.Method + " " + op.URL)
-		fmt.Fprintf(p.out, "  %s: agent %q, %s (%s) %s\n", op.Task, op.AgentID, op.Name, t.Class, target)
+		fmt.Fprintf(p.out, "  %s: agent %q, %s (%s) %s\n", mediator.EscapeTerminal(op.Task), op.AgentID, mediator.EscapeTerminal(op.Name), t.Class, mediator.EscapeTerminal(target))
 	}
 	if l.yes {
 		fmt.Fprintf(p.out, "allowed once by --yes-to-layers\n")

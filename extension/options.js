@@ -5,7 +5,7 @@
 // checks it again each time this page opens.
 import { host, el } from './host.js';
 import { runPython } from './pyrun.js';
-import { currentSession, setCurrentSession } from './sessions.js';
+import { currentSession, setCurrentSession, startSession } from './sessions.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -150,7 +150,10 @@ $('py-run').addEventListener('click', async () => {
   out.textContent = 'loading Python...';
   delete out.dataset.status;
   let first = true;
-  const r = await runPython({ agentId: $('py-agent').value, input: $('py-input').value, sessionId: await currentSession(),
+  // A run without a session would get one that ends with it: start the
+  // current session first when there is none (sessions.js).
+  const sessionId = (await currentSession()) || (await startSession());
+  const r = await runPython({ agentId: $('py-agent').value, input: $('py-input').value, sessionId,
     onOutput: (text) => { if (first) { out.textContent = ''; first = false; } out.textContent += text; } });
   out.textContent = r.output + (r.code ? `\n[${r.code}] ${r.error || ''}` : '');
   if (r.sessionId) await setCurrentSession(r.sessionId);

@@ -83,7 +83,10 @@ $('run').addEventListener('click', async () => {
   out.textContent = '';
   denials.replaceChildren();
   delete out.dataset.status;
-  const sessionId = await currentSession();
+  // A run that names no session gets one that ends with it (the host's
+  // ephemeral session); the popup's runs continue a session, so one is
+  // started first when none is current.
+  const sessionId = (await currentSession()) || (await startSession());
   const showDenial = (d) => denials.append(el('li', `${d.permission}: ${d.code}: ${d.context?.reason || ''}`, { 'data-code': d.code }));
   if ($('agent').selectedOptions[0]?.dataset.runtime === 'python') {
     // Python runs here, in a sandbox frame; the host decides every call.

@@ -30,12 +30,21 @@ const MaxSessionIDLen = 256
 // ValidSessionID reports whether id can name a session (unknown_session
 // otherwise: an id that can never exist is not a session). An id is any
 // non-empty UTF-8 text of at most MaxSessionIDLen bytes without control
-// characters: a session id is a name a person or a client chose ("chat
-// 2026-11-23", "issue/15", "日記"), and it is never a file name: the store
-// derives its workspace directory's name from it. NUL and the other
-// control characters are refused because an id is shown in the popup,
-// the viewer, the CLI and log lines, where a newline, an escape sequence
-// or a NUL could forge or hide what a person reads.
+// or invisible format characters: a session id is a name a person or a
+// client chose ("chat 2026-11-23", "issue/15", "日記"), and it is never a
+// file name: the store derives its workspace directory's name from it.
+// An id is shown in the popup, the viewer, the CLI and log lines, so what
+// could forge or hide what a person reads there is refused:
+//   - control characters (C0, DEL, C1): a newline, an escape sequence or
+//     a NUL;
+//   - format characters (Unicode category Cf): the bidi controls
+//     (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C) reorder
+//     what follows them, and the invisible ones (zero-width space and
+//     joiners U+200B-U+200D, word joiner U+2060, BOM U+FEFF, soft hyphen
+//     U+00AD, tag characters) make two ids that look the same; an emoji
+//     sequence joined by U+200D is refused with them;
+//   - the line and paragraph separators U+2028 and U+2029, which some
+//     viewers break lines at.
 func ValidSessionID(id string) error {
 	if id == "" || len(id) > MaxSessionIDLen {
 		return Errorf(CodeUnknownSession, "session id %q must be 1-%d bytes", Truncate(id, 64), MaxSessionIDLen)
@@ -46,6 +55,9 @@ func ValidSessionID(id string) error {
 	for _, r := range id {
 		if unicode.IsControl(r) {
 			return Errorf(CodeUnknownSession, "session id %q has a control character (U+%04X)", Truncate(id, 64), r)
+		}
+		if unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			return Errorf(CodeUnknownSession, "session id %q has an invisible format character (U+%04X)", Truncate(id, 64), r)
 		}
 	}
 	return nil

@@ -6,7 +6,7 @@ import (
 )
 
 // TestValidSessionID: any UTF-8 text of 1-256 bytes without control
-// characters is a session id; the rest is unknown_session.
+// or format characters is a session id; the rest is unknown_session.
 func TestValidSessionID(t *testing.T) {
 	for _, tc := range []struct {
 		name, id string
@@ -27,6 +27,22 @@ func TestValidSessionID(t *testing.T) {
 		{"DEL", "\x7f", false},
 		{"C1 NEL", "a\u0085", false},
 		{"invalid UTF-8", "a\xc3", false},
+		{"RLO", "chat\u202etxt.exe", false},
+		{"LRE", "a\u202ab", false},
+		{"PDF", "a\u202cb", false},
+		{"RLI", "a\u2067b", false},
+		{"PDI", "a\u2069b", false},
+		{"LRM", "a\u200eb", false},
+		{"RLM", "a\u200fb", false},
+		{"ALM", "a\u061cb", false},
+		{"zero width space", "ch\u200bat", false},
+		{"zero width joiner", "ch\u200dat", false},
+		{"BOM", "\ufeffchat", false},
+		{"soft hyphen", "ch\u00adat", false},
+		{"tag character", "chat\U000e0041", false},
+		{"line separator", "a\u2028b", false},
+		{"paragraph separator", "a\u2029b", false},
+		{"arabic and hebrew letters", "שלום مرحبا", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := ValidSessionID(tc.id)

@@ -86,11 +86,12 @@ func runAuditTail(ctx context.Context, env Env) error {
 	}
 }
 
+// orDash is s escaped for the terminal (mediator.EscapeTerminal), or "-".
 func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return mediator.EscapeTerminal(s)
 }
 
 // plural is "1 denial", "2 denials".

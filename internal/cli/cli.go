@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/agentgate/nmhost/internal/host"
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // Version is the host's version, set at build time with -ldflags.
@@ -65,7 +66,9 @@ func exitCode(env Env, name string, err error) int {
 	case errors.Is(err, errRunFailed), errors.Is(err, errAuditBroken), errors.Is(err, errDoctorFailed):
 		return 1
 	}
-	fmt.Fprintf(env.Stderr, "nmhost %s: %v\n", name, err)
+	// An error may quote what an agent chose (a file name, a session's
+	// text): it reaches the person's terminal escaped.
+	fmt.Fprintf(env.Stderr, "nmhost %s: %s\n", name, mediator.EscapeTerminal(err.Error()))
 	return 1
 }
 

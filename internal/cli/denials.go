@@ -199,19 +199,12 @@ func denialTarget(d mediator.Denial) string {
 }
 
 // cell keeps a table cell on one line and free of terminal escapes: the
-// values come from agents and must not be able to rewrite the screen.
+// values come from agents and must not be able to rewrite the screen or
+// fake a row (mediator.EscapeTerminal), and a long one is cut to 100
+// bytes on a character boundary.
 func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, s)
-	if len(s) > 100 {
-		s = s[:97] + "..."
-	}
-	return s
+	return mediator.Truncate(mediator.EscapeTerminal(s), 100)
 }

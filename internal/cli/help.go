@@ -83,7 +83,7 @@ var specs = []*spec{
 		minArgs: 1, maxArgs: 1},
 	{name: "session set", synopsis: "[--level L] ID",
 		summary:  "creates a session (medium) or changes its permission level; the same settings as the viewer's PUT /api/sessions/:id/settings",
-		args:     [][2]string{{"ID", "the session's id: any text up to 256 bytes without control characters"}},
+		args:     [][2]string{{"ID", "the session's id: any text up to 256 bytes without control or invisible format characters"}},
 		examples: []string{"nmhost session set --level low chat-1"},
 		minArgs:  1, maxArgs: 1},
 	{name: "session show", synopsis: "ID",

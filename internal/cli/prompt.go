@@ -71,9 +71,12 @@ func (p *cliPrompter) Prompt(ctx context.Context, req mediator.PromptRequest) (m
 	if op.Method != "" {
 		target = op.Method + " " + target
 	}
-	fmt.Fprintf(p.out, "\nAgent %q wants to %s (%s): %s\n", op.AgentID, op.Name, req.Class, req.Reason)
+	// What the person answers about is shown escaped: a target or a
+	// reason holding an escape sequence or a bidi control could otherwise
+	// show them another URL than the one they allow.
+	fmt.Fprintf(p.out, "\nAgent %q wants to %s (%s): %s\n", op.AgentID, mediator.EscapeTerminal(op.Name), req.Class, mediator.EscapeTerminal(req.Reason))
 	if target != "" {
-		fmt.Fprintf(p.out, "  target: %s\n", target)
+		fmt.Fprintf(p.out, "  target: %s\n", mediator.EscapeTerminal(target))
 	}
 	if op.TextLength > 0 {
 		fmt.Fprintf(p.out, "  text length: %d bytes\n", op.TextLength)

@@ -32,7 +32,7 @@ func runAgent(ctx context.Context, env Env) error {
 	fs.StringVar(&page, "page", "", "answer page.read and page.write from the HTML file `FILE.html`")
 	fs.StringVar(&level, "level", "", "the run's permission level `L`: low, medium (default) or high; never above its session's")
 	var session string
-	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session")
+	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session, removed when the run ends")
 	fs.Var(&yesTo, "yes-to", "answer prompts for this operation `OP` with allow-once (repeatable), e.g. clipboard.write")
 	args, err := parse(specFor("run"), fs, env)
 	if err != nil {
@@ -101,6 +101,7 @@ func runAgent(ctx context.Context, env Env) error {
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
 
+	terminal := writesToTerminal(env.Stdout)
 	res, err := rt.Run(ctx, wasmhost.RunSpec{
 		Agent: rec, Module: module, Input: []byte(input), SessionLevel: level, Workspace: ws,
 		SessionID: session, Memory: st,
@@ -110,12 +111,17 @@ func runAgent(ctx context.Context, env Env) error {
 		},
 		Events: func(e wasmhost.Event) {
 			switch {
+			case e.Kind == "output" && terminal:
+				// The agent's output is its text; on a terminal, its lines
+				// stay and its escape sequences are shown, not obeyed.
+				fmt.Fprint(env.Stdout, mediator.EscapeTerminalText(e.Text))
 			case e.Kind == "output":
 				fmt.Fprint(env.Stdout, e.Text)
 			case e.Kind == "denial" && e.Denial.Context.Layer != "link":
 				// A link-time refusal ends the run; the closing line says it once.
 				target := denialTarget(*e.Denial)
-				fmt.Fprintf(env.Stderr, "nmhost: denied %s (%s): %s: %s\n", e.Denial.Permission, orDash(target), e.Denial.Code, e.Denial.Context.Reason)
+				fmt.Fprintf(env.Stderr, "nmhost: denied %s (%s): %s: %s\n", mediator.EscapeTerminal(e.Denial.Permission), orDash(target), e.Denial.Code,
+					mediator.EscapeTerminal(e.Denial.Context.Reason))
 			}
 		},
 	})

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentgate/nmhost/internal/shell"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
+	"golang.org/x/term"
 )
 
 // runSessionSet: nmhost session set ID --level L. It creates the session
@@ -95,15 +97,17 @@ func runSessionList(ctx context.Context, env Env) error {
 	fmt.Fprintln(tw, "SESSION\tLEVEL\tCREATED\tUPDATED\tWORKSPACE")
 	ts := func(ms int64) string { return time.UnixMilli(ms).Local().Format("2006-01-02 15:04:05") }
 	for _, si := range list {
-		// An id may hold tabs' neighbours (spaces) but never a control
-		// character (mediator.ValidSessionID), so it cannot break a row.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", si.ID, si.Settings.PermissionLevel, ts(si.CreatedAt), ts(si.UpdatedAt), si.Settings.Workspace.RootDir)
+		// An id holds no control or format character
+		// (mediator.ValidSessionID), but one stored before that rule
+		// may: every cell is escaped.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", mediator.EscapeTerminal(si.ID), mediator.EscapeTerminal(si.Settings.PermissionLevel),
+			ts(si.CreatedAt), ts(si.UpdatedAt), mediator.EscapeTerminal(si.Settings.Workspace.RootDir))
 	}
 	return tw.Flush()
 }
 
 func printSession(w io.Writer, id string, set mediator.SessionSettings) error {
-	_, err := fmt.Fprintf(w, "session %s\n  level      %s\n  workspace  %s\n", id, set.PermissionLevel, set.Workspace.RootDir)
+	_, err := fmt.Fprintf(w, "session %s\n  level      %s\n  workspace  %s\n", mediator.EscapeTerminal(id), set.PermissionLevel, mediator.EscapeTerminal(set.Workspace.RootDir))
 	return err
 }
 
@@ -136,7 +140,12 @@ func runShell(ctx context.Context, env Env) error {
 		return err
 	}
 	defer ws.Close()
-	sh := &shell.Shell{WS: ws, Decide: shell.AtLevel(set.PermissionLevel, recordShell(st, session, set.PermissionLevel))}
+	// The workspace's names were chosen by agents: they are printed
+	// escaped (mediator.EscapeTerminal), always, so "ls | wc -l" counts
+	// names and a name can never fake a line. A file's contents are its
+	// bytes, except on a terminal (shellOutput).
+	sh := &shell.Shell{WS: ws, Decide: shell.AtLevel(set.PermissionLevel, recordShell(st, session, set.PermissionLevel)),
+		Names: mediator.EscapeTerminal}
 	if set.PermissionLevel == mediator.LevelHigh {
 		// Only a high session reads outside its workspace, and then
 		// through an os.Root too.
@@ -145,9 +154,10 @@ func runShell(ctx context.Context, env Env) error {
 		}
 		defer sh.Outside.Close()
 	}
+	terminal := writesToTerminal(env.Stdout)
 	if command != "" {
-		if err := sh.Run(ctx, command, env.Stdout); err != nil {
-			fmt.Fprintf(env.Stderr, "nmhost shell: %s: %s\n", mediator.CodeOf(err), mediator.MessageOf(err))
+		if err := shellOutput(ctx, sh, command, env.Stdout, terminal); err != nil {
+			fmt.Fprintf(env.Stderr, "nmhost shell: %s: %s\n", mediator.CodeOf(err), mediator.EscapeTerminal(mediator.MessageOf(err)))
 			return errRunFailed
 		}
 		return nil
@@ -170,8 +180,8 @@ func runShell(ctx context.Context, env Env) error {
 			}
 			continue
 		}
-		if err := sh.Run(ctx, line, env.Stdout); err != nil {
-			fmt.Fprintf(env.Stderr, "nmhost shell: %s: %s\n", mediator.CodeOf(err), mediator.MessageOf(err))
+		if err := shellOutput(ctx, sh, line, env.Stdout, terminal); err != nil {
+			fmt.Fprintf(env.Stderr, "nmhost shell: %s: %s\n", mediator.CodeOf(err), mediator.EscapeTerminal(mediator.MessageOf(err)))
 			failed = true
 		}
 	}
@@ -179,6 +189,32 @@ func runShell(ctx context.Context, env Env) error {
 		return errRunFailed
 	}
 	return nil
+}
+
+// shellOutput runs one command line of the person's shell and writes
+// what it printed to out. To a terminal, the output (a file's contents
+// from cat, head, tail, grep) goes through mediator.EscapeTerminalText:
+// its lines and tabs stay, but no escape sequence, carriage return or
+// bidi control of a file an agent wrote reaches the terminal. To a pipe
+// or a file, the contents are the file's bytes, so "cat f > copy" copies
+// f. The names in it are escaped already (Shell.Names), and
+// EscapeTerminalText leaves escaped names as they are.
+func shellOutput(ctx context.Context, sh *shell.Shell, line string, out io.Writer, terminal bool) error {
+	if !terminal {
+		return sh.Run(ctx, line, out)
+	}
+	var buf bytes.Buffer
+	err := sh.Run(ctx, line, &buf)
+	if _, werr := io.WriteString(out, mediator.EscapeTerminalText(buf.String())); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// writesToTerminal reports whether w is a terminal.
+func writesToTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // recordShell appends each shell decision to the audit trail and each

@@ -17,7 +17,7 @@ import (
 
 // runWorkflowCmd: nmhost workflow run [--session ID] [--level L]
 // [--yes-to-layers] [--json] FILE.json. The workflow runs in a session
-// like every run (store.RunSession: a fresh one without --session). The agents must be installed; each layer is decided before
+// like every run (store.RunSession: a fresh ephemeral one without --session). The agents must be installed; each layer is decided before
 // it runs, and a layer that needs a person is asked about once on the
 // terminal (denied when stdin is not one, unless --yes-to-layers).
 func runWorkflowCmd(ctx context.Context, env Env) error {
@@ -25,7 +25,7 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 	var yes, jsonOutput bool
 	fs := flag.NewFlagSet("workflow run", flag.ContinueOnError)
 	fs.StringVar(&level, "level", "", "the run's permission level `L`: low, medium (default) or high; never above its session's")
-	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session")
+	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session, removed when the run ends")
 	fs.BoolVar(&yes, "yes-to-layers", false, "answer every layer prompt with allow-once (for scripts; each task is still decided and recorded)")
 	fs.BoolVar(&jsonOutput, "json", false, "print each task-result and the summary as JSON lines")
 	args, err := parse(specFor("workflow run"), fs, env)
@@ -81,11 +81,12 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 			enc.Encode(map[string]any{"event": "task-result", "data": r})
 			return
 		}
-		line := fmt.Sprintf("layer %d  %-20s %s", r.Layer, r.Task, r.Status)
+		line := fmt.Sprintf("layer %d  %-20s %s", r.Layer, mediator.EscapeTerminal(r.Task), r.Status)
 		if r.Error != "" {
-			line += ": " + r.Error
+			line += ": " + mediator.EscapeTerminal(r.Error)
 		} else if v, err := json.Marshal(r.Value); err == nil {
-			line += "  " + mediator.Truncate(string(v), 200)
+			// JSON escapes control characters but not bidi controls.
+			line += "  " + mediator.Truncate(mediator.EscapeTerminalText(string(v)), 200)
 		}
 		fmt.Fprintln(env.Stdout, line)
 	}
@@ -116,7 +117,7 @@ func (l *layerCLIPrompter) PromptLayer(ctx context.Context, lp mediator.LayerPro
 	for _, t := range lp.Tasks {
 		op := t.Op
 		target := strings.TrimSpace(op.Method + " " + op.URL)
-		fmt.Fprintf(p.out, "  %s: agent %q, %s (%s) %s\n", op.Task, op.AgentID, op.Name, t.Class, target)
+		fmt.Fprintf(p.out, "  %s: agent %q, %s (%s) %s\n", mediator.EscapeTerminal(op.Task), op.AgentID, mediator.EscapeTerminal(op.Name), t.Class, mediator.EscapeTerminal(target))
 	}
 	if l.yes {
 		fmt.Fprintf(p.out, "allowed once by --yes-to-layers\n")

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,14 +36,17 @@ const maxPythonRuns = 64
 
 // pythonRun is one open run of a Python agent.
 type pythonRun struct {
-	owner    *server // the host process the run was opened in
-	agentID  string
-	session  string // the session the run belongs to (store.RunSession): its workspace and memory
-	level    string // the run's level: its session's, or lower
-	origin   string
-	context  json.RawMessage // echoed in the run's browser-calls
-	deadline time.Time
-	calls    int
+	owner   *server // the host process the run was opened in
+	agentID string
+	session string // the session the run belongs to (store.RunSession): its workspace and memory
+	// ephemeral: the run named no session, so session is the run's own,
+	// removed when the run ends or expires (store.DeleteEphemeralSession).
+	ephemeral bool
+	level     string // the run's level: its session's, or lower
+	origin    string
+	context   json.RawMessage // echoed in the run's browser-calls
+	deadline  time.Time
+	calls     int
 }
 
 // pythonRuns holds the open runs of every host in this process, keyed by
@@ -79,32 +84,42 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 		return nil, mediator.Errorf(mediator.CodeWrongRuntime, "agent %q is a WebAssembly agent: run it with run-agent", p.AgentID)
 	}
 	// The run belongs to a session as a module's run does: the named one
-	// (its level, lowered by the request, never raised) or a fresh one.
+	// (its level, lowered by the request, never raised) or a fresh,
+	// ephemeral one, removed when the run ends.
 	sessionID, level, err := s.opts.Store.RunSession(ctx, p.SessionID, p.SessionLevel)
 	if err != nil {
 		return nil, err
 	}
+	ephemeral := p.SessionID == ""
 	var granted []mediator.Permission
 	for _, g := range rec.Grants {
 		granted = append(granted, g.Permission)
 	}
 	caps := rec.Profile.Capabilities
-	run := &pythonRun{owner: s, agentID: p.AgentID, session: sessionID, level: level, origin: p.Origin, context: bound,
+	run := &pythonRun{owner: s, agentID: p.AgentID, session: sessionID, ephemeral: ephemeral, level: level, origin: p.Origin, context: bound,
 		deadline: time.Now().Add(caps.Timeout() + pythonRunSlack)}
 	id := newRunID()
 	pythonRuns.Lock()
 	now := time.Now()
+	var expired []*pythonRun
 	for k, r := range pythonRuns.m {
 		if now.After(r.deadline) {
 			delete(pythonRuns.m, k)
+			expired = append(expired, r)
 		}
 	}
-	if len(pythonRuns.m) >= maxPythonRuns {
-		pythonRuns.Unlock()
+	full := len(pythonRuns.m) >= maxPythonRuns
+	if !full {
+		pythonRuns.m[id] = run
+	}
+	pythonRuns.Unlock()
+	for _, r := range expired {
+		r.end(ctx)
+	}
+	if full {
+		run.end(ctx)
 		return nil, mediator.Errorf(mediator.CodeTooLarge, "%d Python runs are open already", maxPythonRuns)
 	}
-	pythonRuns.m[id] = run
-	pythonRuns.Unlock()
 	api := pyagent.Present(granted)
 	if api == nil {
 		api = []string{}
@@ -127,25 +142,35 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 // lookupRun finds an open run of agentID in host s. Anything else (an
 // unknown id, another agent's run, another host's, an expired or ended
 // one) is the same unknown_run, so a guess learns nothing.
-func lookupRun(s *server, runID, agentID string) (*pythonRun, error) {
+func lookupRun(ctx context.Context, s *server, runID, agentID string) (*pythonRun, error) {
+	r, expired, err := findRun(s, runID, agentID)
+	if expired != nil {
+		expired.end(ctx) // after the lock is let go: it writes the store
+	}
+	return r, err
+}
+
+// findRun is lookupRun under the lock; an expired run it drops is
+// returned to be ended.
+func findRun(s *server, runID, agentID string) (r *pythonRun, expired *pythonRun, err error) {
 	pythonRuns.Lock()
 	defer pythonRuns.Unlock()
 	r, ok := pythonRuns.m[runID]
 	if ok && time.Now().After(r.deadline) {
 		delete(pythonRuns.m, runID)
-		ok = false
+		ok, expired = false, r
 	}
 	if !ok || r.owner != s || r.agentID != agentID {
-		return nil, mediator.Errorf(mediator.CodeUnknownRun, "no open Python run %q of agent %q", clip(runID), clip(agentID))
+		return nil, expired, mediator.Errorf(mediator.CodeUnknownRun, "no open Python run %q of agent %q", clip(runID), clip(agentID))
 	}
 	if r.calls++; r.calls > maxPythonCalls {
-		return nil, mediator.Errorf(mediator.CodeCallLimit, "the run made more than %d calls", maxPythonCalls)
+		return nil, nil, mediator.Errorf(mediator.CodeCallLimit, "the run made more than %d calls", maxPythonCalls)
 	}
-	return r, nil
+	return r, nil, nil
 }
 
 // callParams are the arguments of every restricted_api function; each
-// call reads the ones it takes.
+// call reads the ones it takes (functionParams).
 type callParams struct {
 	Text     string       `json:"text"`
 	Tags     []string     `json:"tags"`
@@ -157,6 +182,77 @@ type callParams struct {
 	URL      string       `json:"url"`
 	Options  fetchOptions `json:"options"`
 	Command  string       `json:"command"`
+}
+
+// functionParams is the parameters each restricted_api function takes
+// (docs/protocol.md, "agent-call"), by their JSON names. A call carrying
+// any other is bad_request, even one another function takes: "log" with
+// a "url" would otherwise be read without complaint, and what the host
+// ignores today a later version might act on.
+var functionParams = map[string][]string{
+	"log":               {"text"},
+	"querySelector":     {"selector"},
+	"querySelectorAll":  {"selector", "limit"},
+	"getPageText":       {},
+	"setElementText":    {"selector", "text"},
+	"writeToClipboard":  {"text"},
+	"readFromClipboard": {},
+	"fetch":             {"url", "options"},
+	"showNotification":  {"title", "message"},
+	"memory_write":      {"text", "tags"},
+	"memory_search":     {"query", "limit"},
+	"shell":             {"command"},
+}
+
+// paramTypes is, per function, a struct of exactly the callParams fields
+// it takes, built once: mediator.DecodeExact reads a call's params into
+// it in one pass, refusing a member the function does not take, a case
+// variant and a repeat, and the fields are then copied into callParams.
+var paramTypes = sync.OnceValue(func() map[string]reflect.Type {
+	all := reflect.TypeFor[callParams]()
+	out := map[string]reflect.Type{}
+	for name, params := range functionParams {
+		fields := []reflect.StructField{}
+		for _, p := range params {
+			for i := range all.NumField() {
+				if f := all.Field(i); f.Tag.Get("json") == p {
+					fields = append(fields, f)
+				}
+			}
+		}
+		out[name] = reflect.StructOf(fields)
+	}
+	return out
+})
+
+// decodeCallParams reads params, the untrusted arguments of a call of fn.
+func decodeCallParams(fn string, params []byte) (callParams, error) {
+	var a callParams
+	t, ok := paramTypes()[fn]
+	if !ok {
+		return a, mediator.Errorf(mediator.CodeInternal, "restricted_api function %q has no parameter list", fn)
+	}
+	if len(params) == 0 {
+		return a, nil
+	}
+	v := reflect.New(t)
+	if err := mediator.DecodeExact(params, v.Interface()); err != nil {
+		return a, &mediator.Error{Code: mediator.CodeBadRequest,
+			Msg: fmt.Sprintf("params do not fit %s, which takes %s: %s", fn, takes(functionParams[fn]), mediator.Truncate(err.Error(), 200)), Err: err}
+	}
+	dst := reflect.ValueOf(&a).Elem()
+	for i := range t.NumField() {
+		dst.FieldByName(t.Field(i).Name).Set(v.Elem().Field(i))
+	}
+	return a, nil
+}
+
+// takes lists a function's parameters for a message.
+func takes(params []string) string {
+	if len(params) == 0 {
+		return "no parameters"
+	}
+	return "{" + strings.Join(params, ", ") + "}"
 }
 
 // handleAgentCall decides and performs one restricted_api call of an open
@@ -173,7 +269,7 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	run, err := lookupRun(s, p.RunID, p.AgentID)
+	run, err := lookupRun(ctx, s, p.RunID, p.AgentID)
 	if err != nil {
 		return nil, err
 	}
@@ -181,11 +277,15 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 	if !ok {
 		return nil, mediator.Errorf(mediator.CodeUnknownOperation, "restricted_api has no function %q", clip(p.Operation))
 	}
-	var a callParams
-	if len(p.Params) > 0 {
-		if err := mediator.DecodeExact(p.Params, &a); err != nil {
-			return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "params do not fit " + fn.Name, Err: err}
-		}
+	a, err := decodeCallParams(fn.Name, p.Params)
+	if err != nil {
+		// A call the host cannot read is refused before any decision,
+		// and recorded as every refusal is: a denial with its audit
+		// record, so a probing agent is on record.
+		s.recordDenial(ctx, mediator.Denial{AgentID: run.agentID, Permission: string(fn.Permission), Code: mediator.CodeOf(err),
+			Context: mediator.DenialContext{Reason: mediator.MessageOf(err), Layer: "host",
+				Details: map[string]string{"operation": fn.Operation, "function": fn.Name}}})
+		return nil, mediator.Recorded(err)
 	}
 	switch fn.Name {
 	case "fetch":
@@ -289,8 +389,20 @@ func (r *pythonRun) shell(ctx context.Context, s *server, line string) (any, err
 	return map[string]any{"output": out}, nil
 }
 
+// end removes the run's session when it is the run's own (ephemeral):
+// the run ended, or expired, and nobody else knows that session. A
+// failure is logged; the store's next open sweeps what is left.
+func (r *pythonRun) end(ctx context.Context) {
+	if !r.ephemeral {
+		return
+	}
+	if err := r.owner.opts.Store.DeleteEphemeralSession(context.WithoutCancel(ctx), r.session); err != nil {
+		r.owner.log.Error("ephemeral session not removed", "session", r.session, "err", err)
+	}
+}
+
 // handlePythonRunEnd closes a run: later calls with its id are unknown_run.
-func handlePythonRunEnd(_ context.Context, s *server, req *request) (any, error) {
+func handlePythonRunEnd(ctx context.Context, s *server, req *request) (any, error) {
 	var p struct {
 		RunID   string `json:"runId"`
 		AgentID string `json:"agentId"`
@@ -310,6 +422,7 @@ func handlePythonRunEnd(_ context.Context, s *server, req *request) (any, error)
 	if !ok {
 		return nil, mediator.Errorf(mediator.CodeUnknownRun, "no open Python run %q of agent %q", clip(p.RunID), clip(p.AgentID))
 	}
+	r.end(ctx)
 	s.log.Info("python run ended", "agent", p.AgentID, "status", clip(p.Status), "calls", r.calls)
 	return map[string]any{"runId": p.RunID, "ended": true, "calls": r.calls}, nil
 }

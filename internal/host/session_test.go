@@ -21,7 +21,8 @@ var fsprobe = sync.OnceValues(func() ([]byte, error) { return testwasm.Build("..
 // TestRunsWorkInTheirSession: a run writes a file in its session's
 // workspace, a second run of the same session reads it, a run in another
 // session does not see it; a run may lower its session's level, never
-// raise it; a run without a session gets a fresh one, named in its result.
+// raise it; a run without a session gets a fresh one, named in its
+// result and removed when the run ends.
 func TestRunsWorkInTheirSession(t *testing.T) {
 	h := newHarness(t, true)
 	installFiles(h)
@@ -67,8 +68,12 @@ func TestRunsWorkInTheirSession(t *testing.T) {
 	if !strings.HasPrefix(fresh, "run-") {
 		t.Fatalf("fresh session %q", fresh)
 	}
-	if set, err := h.st.SessionSettings(ctx, fresh); err != nil || set.PermissionLevel != mediator.LevelMedium {
-		t.Fatalf("%v %+v", err, set)
+	// The fresh session was the run's alone: it ended with the run.
+	if _, err := h.st.SessionSettings(ctx, fresh); mediator.CodeOf(err) != mediator.CodeUnknownSession {
+		t.Fatalf("the run's ephemeral session outlived it: %v", err)
+	}
+	if _, err := os.Stat(h.st.SessionWorkspaceDir(fresh)); !os.IsNotExist(err) {
+		t.Fatalf("the run's ephemeral workspace outlived it: %v", err)
 	}
 }
 
@@ -100,6 +105,7 @@ func TestSessionRequests(t *testing.T) {
 		{"nul in id", map[string]any{"sessionId": "a\x00b"}, mediator.CodeUnknownSession},
 		{"newline in id", map[string]any{"sessionId": "a\nforged line"}, mediator.CodeUnknownSession},
 		{"escape in id", map[string]any{"sessionId": "\x1b[2J"}, mediator.CodeUnknownSession},
+		{"bidi override in id", map[string]any{"sessionId": "chat\u202etxt.exe"}, mediator.CodeUnknownSession},
 		{"id over 256 bytes", map[string]any{"sessionId": strings.Repeat("a", 257)}, mediator.CodeUnknownSession},
 		{"unknown level", map[string]any{"sessionId": "x", "level": "root"}, mediator.CodeInvalidLevel},
 		{"level with case", map[string]any{"sessionId": "x", "level": "HIGH"}, mediator.CodeInvalidLevel},

@@ -138,7 +138,7 @@ func (sh *Shell) builtin(ctx context.Context, name string, args []string, in []b
 		if err != nil {
 			return err
 		}
-		if err := filter(name, f, p, b, out); err != nil {
+		if err := filter(name, f, sh.name(p), b, out); err != nil {
 			return err
 		}
 	}
@@ -235,7 +235,7 @@ func (sh *Shell) grep(ctx context.Context, f flags, pattern string, files []stri
 			}
 			prefix := ""
 			if len(files) > 1 {
-				prefix = label + ":"
+				prefix = sh.name(label) + ":"
 			}
 			if f.set['n'] {
 				prefix += strconv.Itoa(n) + ":"
@@ -280,14 +280,14 @@ func (sh *Shell) ls(f flags, out io.Writer) error {
 				return err
 			}
 			for _, n := range names {
-				fmt.Fprintln(out, n)
+				fmt.Fprintln(out, sh.name(n))
 			}
 			continue
 		}
 		ents, err := sh.WS.ReadDir(d)
 		if err != nil {
 			if fi, serr := sh.WS.Stat(d); serr == nil && !fi.IsDir() {
-				fmt.Fprintln(out, d)
+				fmt.Fprintln(out, sh.name(d))
 				continue
 			}
 			return err
@@ -302,10 +302,10 @@ func (sh *Shell) ls(f flags, out io.Writer) error {
 				if info != nil {
 					size = info.Size()
 				}
-				fmt.Fprintf(out, "%s %10d %s\n", e.Type().String()[:1], size, e.Name())
+				fmt.Fprintf(out, "%s %10d %s\n", e.Type().String()[:1], size, sh.name(e.Name()))
 				continue
 			}
-			fmt.Fprintln(out, e.Name())
+			fmt.Fprintln(out, sh.name(e.Name()))
 		}
 	}
 	return nil
@@ -324,7 +324,7 @@ func (sh *Shell) find(f flags, out io.Writer) error {
 		return err
 	}
 	for _, n := range names {
-		if _, err := fmt.Fprintln(out, n); err != nil {
+		if _, err := fmt.Fprintln(out, sh.name(n)); err != nil {
 			return err
 		}
 	}

@@ -35,6 +35,21 @@ type Shell struct {
 	// Outside reads files outside the workspace for a high session (an
 	// os.Root at "/"); nil: no outside read is possible at any level.
 	Outside *os.Root
+	// Names, when set, rewrites every name of the workspace the shell
+	// prints (ls, find, grep's and wc's file labels) before it is written,
+	// in pipes too. A person's shell sets it to mediator.EscapeTerminal:
+	// an agent chose those names, and one holding ESC, '\r' or '\n' must
+	// not rewrite the person's screen. An agent's shell leaves it nil: its
+	// output is a JSON string, and the names are the agent's own.
+	Names func(string) string
+}
+
+// name is n as the shell prints it (Names).
+func (sh *Shell) name(n string) string {
+	if sh.Names == nil {
+		return n
+	}
+	return sh.Names(n)
 }
 
 // AtLevel decides by the session matrix alone (mediator.DecideShell) at

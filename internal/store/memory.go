@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -46,14 +47,65 @@ const MemoryTagAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789-_"
 
 // Entry ids: a session's entries are a block of rowids, its number (set
 // with its first entry) shifted left by memoryIDBits, plus the entry's
-// place in the session (1, 2, ...). A search reads only its session's
-// block of the index (rowid BETWEEN), so other sessions' entries cost it
-// nothing, and the id an agent sees is the place alone: it says nothing
-// of other sessions.
+// place in the session (1, 2, ...). The id an agent sees is the place
+// alone: it says nothing of other sessions.
+//
+// Each session's entries are indexed in an FTS5 table of their own,
+// memory_fts_<number> (memoryIndex), made with the session's first entry
+// and dropped with its memory (deleteMemoryTx). bm25 counts how many
+// entries hold a word, and their mean length, over the table it ranks
+// in; over one shared table, a session's result order would say how
+// common its words are in other sessions' memories. RATIONALE.md, "Why
+// does each session's memory rank on its own?".
 const (
 	memoryIDBits = 20 // 1<<20 > MaxMemoryEntries
 	memoryIDMask = 1<<memoryIDBits - 1
 )
+
+// memoryIndex is the name of the FTS5 table of the session numbered num.
+// The name is made from the number the store assigned, never from the
+// session's id, so it is always a plain identifier of bounded length.
+func memoryIndex(num int64) string { return "memory_fts_" + strconv.FormatInt(num, 10) }
+
+// createMemoryIndex makes the FTS5 table of the session numbered num:
+// the entries' text and tags, no copy of the text (content=memory_entries:
+// snippets read it from the entries, by rowid, which only ever names
+// this session's entries), and bm25 as the rank with a tag match worth
+// half a text match. A table left under that name (a migration run again
+// on a database set back to an older version) is replaced: the number's
+// entries are indexed afresh after this.
+func createMemoryIndex(ctx context.Context, tx *sql.Tx, num int64) error {
+	t := memoryIndex(num)
+	_, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+t+`;
+CREATE VIRTUAL TABLE `+t+` USING fts5(
+	text, tags,
+	content = 'memory_entries', content_rowid = 'id',
+	tokenize = 'unicode61 remove_diacritics 2'
+);
+INSERT INTO `+t+` (`+t+`, rank) VALUES ('rank', 'bm25(1.0, 0.5)');`)
+	return err
+}
+
+// deleteMemoryTx removes session's memory: its index, its entries and
+// its number. Nothing of it is left to rank against or to find.
+func deleteMemoryTx(ctx context.Context, tx *sql.Tx, sessionID string) error {
+	var num int64
+	err := tx.QueryRowContext(ctx, `SELECT num FROM memory_sessions WHERE session_id = ?`, sessionID).Scan(&num)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+memoryIndex(num)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_entries WHERE id BETWEEN ? AND ?`, num<<memoryIDBits, num<<memoryIDBits|memoryIDMask); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM memory_sessions WHERE session_id = ?`, sessionID)
+	return err
+}
 
 // MaxMemoryCandidates bounds the matches a search ranks: the newest ones,
 // when a query's words are in more entries than this. A word in most of
@@ -91,6 +143,11 @@ func (s *Store) WriteMemory(ctx context.Context, sessionID, text string, tags []
 			if err != nil {
 				return err
 			}
+			// The session's own index, in the same transaction as its
+			// number: a number never exists without its table.
+			if err := createMemoryIndex(ctx, tx, num); err != nil {
+				return err
+			}
 		case err != nil:
 			return err
 		}
@@ -103,7 +160,7 @@ func (s *Store) WriteMemory(ctx context.Context, sessionID, text string, tags []
 			rowid, sessionID, text, joined, s.now().UnixMilli()); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO memory_fts (rowid, text, tags) VALUES (?, ?, ?)`, rowid, text, joined); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+memoryIndex(num)+` (rowid, text, tags) VALUES (?, ?, ?)`, rowid, text, joined); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE memory_sessions SET entries = ? WHERE session_id = ?`, seq, sessionID)
@@ -135,27 +192,33 @@ func (s *Store) memorySession(ctx context.Context, sessionID string) (entries, n
 }
 
 // memoryCutoffSQL finds where a session's newest MaxMemoryCandidates
-// matches begin: FTS5 walks the session's block of the index newest first
-// and stops there, scoring nothing. The MATCH expression is memoryMatch's,
-// quoted words only.
-const memoryCutoffSQL = `
-SELECT rowid FROM memory_fts
-WHERE memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
-ORDER BY rowid DESC LIMIT 1 OFFSET ?4`
+// matches begin: FTS5 walks the session's index newest first and stops
+// there, scoring nothing. The MATCH expression is memoryMatch's, quoted
+// words only.
+func memoryCutoffSQL(num int64) string {
+	t := memoryIndex(num)
+	return `SELECT rowid FROM ` + t + ` WHERE ` + t + ` MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2`
+}
 
-// memorySearchSQL ranks the matches from the cutoff to the block's end
-// by the index's rank (bm25, a tag match worth half a text match:
-// schema_memory.go), which FTS5 sorts itself, so the snippets are made
-// for the rows returned only. The session_id filter repeats the block's.
-const memorySearchSQL = `
-SELECT e.id, snippet(memory_fts, 0, '[', ']', '…', 16), e.tags
-FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid
-WHERE memory_fts MATCH ?1 AND memory_fts.rowid BETWEEN ?2 AND ?3 AND e.session_id = ?4
-ORDER BY memory_fts.rank LIMIT ?5`
+// memorySearchSQL ranks the matches from the cutoff on by the session's
+// index's rank (bm25 over the session's entries alone, a tag match worth
+// half a text match), which FTS5 sorts itself, so the snippets are made
+// for the rows returned only. The session_id filter is a second guard:
+// the table holds no other session's rowid.
+func memorySearchSQL(num int64) string {
+	t := memoryIndex(num)
+	return `SELECT e.id, snippet(` + t + `, 0, '[', ']', '…', 16), e.tags
+FROM ` + t + ` JOIN memory_entries e ON e.id = ` + t + `.rowid
+WHERE ` + t + ` MATCH ?1 AND ` + t + `.rowid >= ?2 AND e.session_id = ?3
+ORDER BY ` + t + `.rank LIMIT ?4`
+}
 
 // SearchMemory returns session's entries that hold every word of query,
-// best first (bm25 over text and tags, a tag worth half), at most limit (0: DefaultMemoryLimit), ranked among
-// the newest MaxMemoryCandidates matches. The query is untrusted text,
+// best first (bm25 over text and tags, a tag worth half, with the
+// statistics of the session's own entries: nothing of the order, the
+// ranks or the snippets depends on another session), at most limit (0:
+// DefaultMemoryLimit), ranked among the newest MaxMemoryCandidates
+// matches. The query is untrusted text,
 // never search syntax: it is split into words, each word is matched as a
 // quoted phrase, and quotes, '*', NEAR, column names and parentheses are
 // only characters. A query with no word in it finds nothing. It refuses a
@@ -184,12 +247,12 @@ func (s *Store) SearchMemory(ctx context.Context, sessionID, query string, limit
 	if err != nil || num == 0 {
 		return hits, err
 	}
-	lo, hi := num<<memoryIDBits, num<<memoryIDBits|memoryIDMask
-	err = s.db.QueryRowContext(ctx, memoryCutoffSQL, match, lo, hi, MaxMemoryCandidates-1).Scan(&lo)
+	cut := int64(0)
+	err = s.db.QueryRowContext(ctx, memoryCutoffSQL(num), match, MaxMemoryCandidates-1).Scan(&cut)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("session[%s] memory: %w", sessionID, storeErr("search", err))
 	}
-	rows, err := s.db.QueryContext(ctx, memorySearchSQL, match, lo, hi, sessionID, limit)
+	rows, err := s.db.QueryContext(ctx, memorySearchSQL(num), match, cut, sessionID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("session[%s] memory: %w", sessionID, storeErr("search", err))
 	}

@@ -42,16 +42,19 @@ var memoryBench = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	index, err := tx.Prepare(`INSERT INTO memory_fts (rowid, text, tags) VALUES (?, ?, ?)`)
-	if err != nil {
-		return "", err
-	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	zipf := rand.NewZipf(rng, 1.1, 1, 19_999)
 	// The entries are written as WriteMemory would, one transaction for
 	// all: the point is the size of the index, not the cost of 200,000
 	// commits.
 	for num, session := range []string{"bench-a", "bench-b"} {
+		if err := createMemoryIndex(context.Background(), tx, int64(num+1)); err != nil {
+			return "", err
+		}
+		index, err := tx.Prepare(`INSERT INTO ` + memoryIndex(int64(num+1)) + ` (rowid, text, tags) VALUES (?, ?, ?)`)
+		if err != nil {
+			return "", err
+		}
 		for i := range memoryBenchEntries {
 			words := make([]string, 24)
 			for j := range words {
@@ -73,8 +76,13 @@ var memoryBench = sync.OnceValues(func() (string, error) {
 	if err := tx.Commit(); err != nil {
 		return "", err
 	}
-	_, err = s.db.Exec(`INSERT INTO memory_fts (memory_fts) VALUES ('optimize')`)
-	return dir, err
+	for num := range int64(2) {
+		t := memoryIndex(num + 1)
+		if _, err := s.db.Exec(`INSERT INTO ` + t + ` (` + t + `) VALUES ('optimize')`); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 })
 
 // memoryBenchDir is the benchmark's temp dir; TestMain removes it.
@@ -91,7 +99,9 @@ func benchTempDir() (string, error) {
 // SearchMemory ("nmhost"), beside the same two statements with the same
 // MATCH expression run directly through database/sql on the same file
 // ("baseline": the cutoff of the newest matches, then the ranked query), and the one ranked join a first version would write
-// ("naive": the session as a filter on the entries, FTS5's rank). The
+// ("naive": every match of the session's index scored, no cutoff). Each
+// session has its own index (memory.go), so the other session's entries
+// are in another table. The
 // queries: two words of middling frequency (each in about 1% of the
 // entries), and one common word (in about half).
 func BenchmarkMemorySearch(b *testing.B) {
@@ -111,14 +121,14 @@ func BenchmarkMemorySearch(b *testing.B) {
 		var base float64
 		b.Run(q.name+"/baseline", func(b *testing.B) {
 			db := benchDB(b, dir)
-			lo, hi := int64(1)<<memoryIDBits, int64(1)<<memoryIDBits|memoryIDMask
+			cutoff, search := memoryCutoffSQL(1), memorySearchSQL(1)
 			for b.Loop() {
-				cut := lo
-				err := db.QueryRowContext(ctx, memoryCutoffSQL, match, lo, hi, MaxMemoryCandidates-1).Scan(&cut)
+				cut := int64(0)
+				err := db.QueryRowContext(ctx, cutoff, match, MaxMemoryCandidates-1).Scan(&cut)
 				if err != nil && err != sql.ErrNoRows {
 					b.Fatal(err)
 				}
-				rows, err := db.QueryContext(ctx, memorySearchSQL, match, cut, hi, "bench-a", DefaultMemoryLimit)
+				rows, err := db.QueryContext(ctx, search, match, cut, "bench-a", DefaultMemoryLimit)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -174,13 +184,14 @@ func BenchmarkMemorySearch(b *testing.B) {
 	}
 }
 
-// memoryNaiveSQL is the single ranked join: every match of every session
-// is joined to its entry and scored before the session's are sorted.
+// memoryNaiveSQL is the single ranked join over the session's index:
+// every match of the session is joined to its entry and scored before
+// they are sorted, with no cutoff of the newest.
 const memoryNaiveSQL = `
-SELECT e.id, snippet(memory_fts, 0, '[', ']', '…', 16), e.tags
-FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid
-WHERE memory_fts MATCH ? AND e.session_id = ?
-ORDER BY bm25(memory_fts, 1.0, 0.5) LIMIT ?`
+SELECT e.id, snippet(memory_fts_1, 0, '[', ']', '…', 16), e.tags
+FROM memory_fts_1 JOIN memory_entries e ON e.id = memory_fts_1.rowid
+WHERE memory_fts_1 MATCH ? AND e.session_id = ?
+ORDER BY bm25(memory_fts_1, 1.0, 0.5) LIMIT ?`
 
 func benchDB(b *testing.B, dir string) *sql.DB {
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, DBFileName))

@@ -277,7 +277,7 @@ func TestMemoryMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP TABLE memory_fts`, `DROP TABLE memory_entries`, `DROP TABLE memory_sessions`, `PRAGMA user_version = 9`} {
+	for _, q := range []string{`DROP TABLE memory_entries`, `DROP TABLE memory_sessions`, `PRAGMA user_version = 9`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(q, err)
 		}
@@ -289,6 +289,51 @@ func TestMemoryMigration(t *testing.T) {
 	}
 	if hits, err := s.SearchMemory(context.Background(), "s", "migration", 0); err != nil || len(hits) != 1 {
 		t.Fatalf("%+v %v", hits, err)
+	}
+}
+
+// TestMemorySplitMigration: a database whose sessions share one index
+// (schema version 10) gets one index per session holding that session's
+// entries, searchable as before, and the shared index is gone.
+func TestMemorySplitMigration(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	for _, w := range []struct{ session, text string }{
+		{"a", "alpha first"}, {"b", "alpha beta"}, {"a", "alpha second"},
+	} {
+		if _, err := s.WriteMemory(ctx, w.session, w.text, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Back to version 10: the per-session tables go, the shared one is
+	// made as the step to 10 made it and filled as that host filled it.
+	for _, q := range []string{`DROP TABLE memory_fts_1`, `DROP TABLE memory_fts_2`, schemaMemory,
+		`INSERT INTO memory_fts (rowid, text, tags) SELECT id, text, tags FROM memory_entries`, `PRAGMA user_version = 10`} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	s.Close()
+	s = openTestStore(t, dir)
+	for _, tc := range []struct {
+		session string
+		want    int
+	}{{"a", 2}, {"b", 1}} {
+		hits, err := s.SearchMemory(ctx, tc.session, "alpha", 0)
+		if err != nil || len(hits) != tc.want {
+			t.Fatalf("session %s: %+v %v; want %d hits", tc.session, hits, err, tc.want)
+		}
+	}
+	var n int
+	if err := s.db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'memory_fts'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the shared index is still there: %d %v", n, err)
+	}
+	if _, err := s.WriteMemory(ctx, "c", "alpha third session", nil); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := s.SearchMemory(ctx, "c", "alpha", 0); err != nil || len(hits) != 1 {
+		t.Fatalf("a new session after the migration: %+v %v", hits, err)
 	}
 }
 
@@ -317,7 +362,7 @@ func TestMemoryRanksTheNewestCandidates(t *testing.T) {
 		if _, err := tx.Exec(`INSERT INTO memory_entries (id, session_id, text, tags, created_at) VALUES (?, 's', ?, '', 0)`, id, text); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.Exec(`INSERT INTO memory_fts (rowid, text, tags) VALUES (?, ?, '')`, id, text); err != nil {
+		if _, err := tx.Exec(`INSERT INTO `+memoryIndex(num)+` (rowid, text, tags) VALUES (?, ?, '')`, id, text); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,8 +1,14 @@
 package store
 
+import (
+	"context"
+	"database/sql"
+)
+
 // schemaMemory adds the sessions' memory (memory.go): the entries, each
 // session's number and entry count, and an FTS5 index over the entries'
-// text and tags. The index keeps no copy of the text (content=memory_entries);
+// text and tags (one for all sessions; splitMemoryIndex, the next step,
+// replaces it with one per session). The index keeps no copy of the text (content=memory_entries);
 // snippets read it from the entries. Its rank is bm25 with a tag match
 // worth half a text match. IF NOT EXISTS: the step runs again
 // on a database set back to an older version (the migration tests do).
@@ -26,3 +32,39 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
 );
 INSERT INTO memory_fts (memory_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)');
 `
+
+// splitMemoryIndex moves the memory from the one shared index to one
+// FTS5 table per session (memory.go, memoryIndex): each session's entries
+// are indexed afresh in its own table, in id order, and the shared table
+// is dropped, so no ranking counts another session's words from then on.
+func splitMemoryIndex(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT num FROM memory_sessions ORDER BY num`)
+	if err != nil {
+		return err
+	}
+	var nums []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		nums = append(nums, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, n := range nums {
+		if err := createMemoryIndex(ctx, tx, n); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+memoryIndex(n)+` (rowid, text, tags)
+			SELECT id, text, tags FROM memory_entries WHERE id BETWEEN ? AND ? ORDER BY id`,
+			n<<memoryIDBits, n<<memoryIDBits|memoryIDMask); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `DROP TABLE IF EXISTS memory_fts`)
+	return err
+}

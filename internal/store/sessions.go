@@ -200,20 +200,20 @@ func NewSessionID() string {
 // RunSession resolves a run's session: the named one (unknown_session
 // when it was never set up) with the run's level, which the request may
 // lower but never raise (mediator.RunLevel), or, when id is "", a fresh
-// one at the level the request asks for (medium by default): a run that
-// names no session starts one, as the extension's "new session" does. It
-// returns the session's id and the run's level.
+// ephemeral one at the level the request asks for (medium by default):
+// the run's alone, removed with its workspace and memory when the run
+// ends (ephemeral.go; OpenRun's Run.Close, or DeleteEphemeralSession).
+// It returns the session's id and the run's level.
 func (s *Store) RunSession(ctx context.Context, id, asked string) (string, string, error) {
 	if id == "" {
-		id = NewSessionID()
 		level, err := mediator.ParseLevel(asked)
 		if err != nil {
 			return "", "", err
 		}
-		patch, _ := json.Marshal(map[string]string{"permission_level": level})
-		if _, err := s.UpdateSessionSettings(ctx, id, patch); err != nil {
+		if id, err = s.newEphemeralSession(ctx, level); err != nil {
 			return "", "", err
 		}
+		return id, level, nil
 	}
 	set, err := s.SessionSettings(ctx, id)
 	if err != nil {

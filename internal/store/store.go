@@ -41,6 +41,8 @@ var migrations = []migration{
 	{fill: addDenialAuditSeq},                   // 7 -> 8: each denial names its decision's audit record (denials.go)
 	{sql: factsVersion},                         // 8 -> 9: a counter of changes to what decisions read (schema_facts.go)
 	{sql: schemaMemory},                         // 9 -> 10: the sessions' memory, indexed with FTS5 (schema_memory.go)
+	{fill: splitMemoryIndex},                    // 10 -> 11: one memory index per session, so each ranks on its own (schema_memory.go)
+	{sql: schemaEphemeral},                      // 11 -> 12: the sessions of runs that named none, removed when the run ends (ephemeral.go)
 }
 
 // migration is one schema step: SQL, then, for a step SQL cannot express
@@ -108,6 +110,11 @@ type Options struct {
 	// Now is the clock for timestamps. Default time.Now; tests pin it.
 	Now func() time.Time
 
+	// EphemeralSessionAge is how old a run's ephemeral session must be
+	// for Open to remove it as left behind by a killed host (ephemeral.go).
+	// Default DefaultEphemeralSessionAge; tests shorten it.
+	EphemeralSessionAge time.Duration
+
 	// MaxModuleBytes bounds a stored module. Default DefaultMaxModuleBytes
 	// (64 MiB): far above any real agent, far below what would let one
 	// install exhaust memory or disk.
@@ -145,7 +152,8 @@ type Store struct {
 
 // Open opens (creating if needed) the store in dir: dir/nmhost.db and
 // dir/modules/. dir is created 0700 when missing. Open is on the host's
-// cold-start path, so it does one query when the schema is current.
+// cold-start path, so it does two queries when the schema is current
+// (its version, and the ephemeral sessions a killed host left).
 func Open(dir string, opts Options) (*Store, error) {
 	if dir == "" {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: empty data directory")
@@ -158,6 +166,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.MaxModuleBytes <= 0 {
 		opts.MaxModuleBytes = DefaultMaxModuleBytes
+	}
+	if opts.EphemeralSessionAge <= 0 {
+		opts.EphemeralSessionAge = DefaultEphemeralSessionAge
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -213,6 +224,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store[%s]: %w", dbPath, err)
 	}
+	// The sessions of runs a killed host never ended: one indexed read
+	// when there are none. Best effort (ephemeral.go): a session that
+	// cannot be removed now is tried again at the next open.
+	_ = s.sweepEphemeralSessions(context.Background(), opts.EphemeralSessionAge)
 	s.cache = newFactCache()
 	s.startCommitter()
 	return s, nil

@@ -90,29 +90,54 @@ func (s *Store) prepareWorkspace(id string) (string, error) {
 }
 
 // Run is where a run happens: its session, the run's level (the
-// session's or lower) and the session's workspace, open until Close.
+// session's or lower) and the session's workspace, open until Close. The
+// zero Run is closed.
 type Run struct {
 	Session   string
 	Level     string
 	Workspace *workspace.Workspace
+	// Ephemeral says the run named no session: Session is the run's own
+	// (RunSession), and Close removes it with its workspace and memory.
+	// The run's result still names it.
+	Ephemeral bool
+
+	store *Store // the store an ephemeral session is removed from
 }
 
-// Close closes the run's workspace.
-func (r Run) Close() error { return r.Workspace.Close() }
+// Close closes the run's workspace and, for an ephemeral session,
+// removes the session (DeleteEphemeralSession). The removal is done
+// even when the run's context has ended: a cancelled run must not leave
+// its session behind.
+func (r Run) Close() error {
+	var err error
+	if r.Workspace != nil {
+		err = r.Workspace.Close()
+	}
+	if r.Ephemeral && r.store != nil {
+		err = errors.Join(err, r.store.DeleteEphemeralSession(context.Background(), r.Session))
+	}
+	return err
+}
 
 // OpenRun resolves a run's session (RunSession: the named one at its
-// level or lower, or a fresh one) and opens its workspace. Every run kind
-// of the host, the viewer and the CLI begins here.
+// level or lower, or a fresh ephemeral one when id is "") and opens its
+// workspace. Every run kind of the host, the viewer and the CLI begins
+// here, and closes the Run when it ends.
 func (s *Store) OpenRun(ctx context.Context, id, asked string) (Run, error) {
+	ephemeral := id == ""
 	id, level, err := s.RunSession(ctx, id, asked)
 	if err != nil {
 		return Run{}, err
 	}
 	ws, err := s.OpenWorkspace(id)
 	if err != nil {
-		return Run{}, fmt.Errorf("session[%s] workspace: %w", mediator.Truncate(id, 64), err)
+		err = fmt.Errorf("session[%s] workspace: %w", mediator.Truncate(id, 64), err)
+		if ephemeral {
+			err = errors.Join(err, s.DeleteEphemeralSession(context.WithoutCancel(ctx), id))
+		}
+		return Run{}, err
 	}
-	return Run{Session: id, Level: level, Workspace: ws}, nil
+	return Run{Session: id, Level: level, Workspace: ws, Ephemeral: ephemeral, store: s}, nil
 }
 
 // OpenWorkspace opens session id's workspace, creating its directory

@@ -369,7 +369,7 @@ func TestRunInSessionContext(t *testing.T) {
 		}
 	}
 	// A run without a session starts a fresh one (medium), named in each
-	// of its messages.
+	// of its messages and removed when the run ends.
 	if err := c.WriteJSON(map[string]string{"type": "run", "run_id": "fresh", "agent_id": "probe", "input": "print hello"}); err != nil {
 		t.Fatal(err)
 	}
@@ -387,8 +387,18 @@ func TestRunInSessionContext(t *testing.T) {
 			t.Fatalf("fresh run's message %v", m)
 		}
 		if m["type"] == "result" {
-			if set, err := v.st.SessionSettings(context.Background(), sid); err != nil || set.PermissionLevel != mediator.LevelMedium {
-				t.Fatalf("fresh session %+v %v", set, err)
+			// The session was the run's alone (ephemeral): it is removed
+			// when the run closes, just after its result is sent.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, err := v.st.SessionSettings(context.Background(), sid)
+				if mediator.CodeOf(err) == mediator.CodeUnknownSession {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the fresh session %s outlived its run: %v", sid, err)
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 			break
 		}

@@ -49,10 +49,41 @@ type usage struct{ bytes, entries int64 }
 // process shares it. The zero value (no file) keeps the usage in memory,
 // for this value only.
 type ledger struct {
-	mu  sync.Mutex // the goroutines of this process, which share f and its lock
-	f   *os.File
+	mu   sync.Mutex // the goroutines of this process, which share f and its lock
+	f    *os.File
+	path string
 	id  uint64 // dirID of the workspace
 	mem usage  // without f
+}
+
+// lock opens the ledger if need be and takes its lock. A ledger file
+// removed or replaced while it was open (by a person, or a crash between a
+// removal and a new count) is not the one the other processes share: the
+// lock is then taken again on the file the path names now.
+func (l *ledger) lock() error {
+	for {
+		if l.f == nil {
+			f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600)
+			if err != nil {
+				return err
+			}
+			l.f = f
+		}
+		if err := lockFile(l.f); err != nil {
+			return err
+		}
+		held, err1 := l.f.Stat()
+		named, err2 := os.Stat(l.path)
+		if err1 == nil && err2 == nil && os.SameFile(held, named) {
+			return nil
+		}
+		unlockFile(l.f)
+		l.f.Close()
+		l.f = nil
+		if err2 != nil && !errors.Is(err2, fs.ErrNotExist) {
+			return err2
+		}
+	}
 }
 
 func (u usage) record(state string, id uint64) []byte {
@@ -111,13 +142,10 @@ func (w *Workspace) openLedger(dir string, made bool) error {
 	}
 	l := &w.ledger
 	l.id = dirID(fi)
-	l.f, err = os.OpenFile(filepath.Clean(dir)+LedgerSuffix, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
+	l.path = filepath.Clean(dir) + LedgerSuffix
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := lockFile(l.f); err != nil {
+	if err := l.lock(); err != nil {
 		return err
 	}
 	defer unlockFile(l.f)
@@ -143,13 +171,13 @@ func (w *Workspace) locked(fn func(u *usage) error) error {
 	l := &w.ledger
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
+	if l.path == "" {
 		err := fn(&l.mem)
 		l.mem.entries, l.mem.bytes = max(l.mem.entries, 0), max(l.mem.bytes, 0)
 		return err
 	}
-	if err := lockFile(l.f); err != nil {
-		return mediator.Errorf(mediator.CodeInternal, "workspace ledger lock: %v", err)
+	if err := l.lock(); err != nil {
+		return mediator.Errorf(mediator.CodeInternal, "workspace ledger: %v", err)
 	}
 	defer unlockFile(l.f)
 	u, ok := l.read()

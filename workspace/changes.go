@@ -106,8 +106,11 @@ func (w *Workspace) Mkdir(name string, all bool) error {
 	}
 	return w.locked(func(u *usage) error {
 		if !all {
-			if err := w.fits(u, 0, 1); err != nil {
-				return err
+			// A name already there fails as it is, not on the quota.
+			if _, err := w.root.Lstat(c); err != nil {
+				if err := w.fits(u, 0, 1); err != nil {
+					return err
+				}
 			}
 			if err := w.root.Mkdir(c, 0o700); err != nil {
 				return fail(name, err)

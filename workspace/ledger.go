@@ -52,8 +52,8 @@ type ledger struct {
 	mu   sync.Mutex // the goroutines of this process, which share f and its lock
 	f    *os.File
 	path string
-	id  uint64 // dirID of the workspace
-	mem usage  // without f
+	id   uint64 // dirID of the workspace
+	mem  usage  // without f
 }
 
 // lock opens the ledger if need be and takes its lock. A ledger file

@@ -222,7 +222,9 @@ func TestEntriesAreCountedExactly(t *testing.T) {
 		{"mkdir -p four", func() error { return w.Mkdir("a/b/c/d", true) }, ""},
 		{"mkdir -p over the quota", func() error { return w.Mkdir("e/f/g/h/i/j/k", true) }, mediator.CodeQuotaExceeded},
 		{"mkdir -p under an existing one", func() error { return w.Mkdir("a/b/x/y", true) }, ""},
-		{"files", func() error { return errors.Join(w.WriteFile("a/b/c/d/f", []byte("12345"), false), w.WriteFile("top", []byte("xy"), false)) }, ""},
+		{"files", func() error {
+			return errors.Join(w.WriteFile("a/b/c/d/f", []byte("12345"), false), w.WriteFile("top", []byte("xy"), false))
+		}, ""},
 		{"rm -r", func() error { return w.Remove("a", true) }, ""},
 		{"rm -r again", func() error { return w.Remove("a", true) }, ""},
 		{"mkdir -p after", func() error { return w.Mkdir("p/q", true) }, ""},

@@ -132,9 +132,9 @@ func (l *ledger) write(state string, u usage) error {
 
 // openLedger opens (creating it) the ledger beside dir and makes sure it
 // holds a count: kept as it is when it is clean and about this directory,
-// zero for a directory Open has just made, otherwise counted once by a
-// bounded walk (an old workspace, or a crash mid-change). Opening a
-// workspace never walks it otherwise.
+// otherwise counted once by a bounded walk (a directory Open has just
+// made, an old workspace from before ledgers, a crash mid-change).
+// Opening a workspace with a ledger never walks it.
 func (w *Workspace) openLedger(dir string, made bool) error {
 	fi, err := w.root.Stat(".")
 	if err != nil {
@@ -150,16 +150,18 @@ func (w *Workspace) openLedger(dir string, made bool) error {
 	}
 	defer unlockFile(l.f)
 	if made {
-		return l.write(stateClean, usage{})
+		// A directory just made is counted, not assumed empty: a ledger
+		// left beside a removed directory may carry a reused inode number,
+		// and another process may already have written to it. The count
+		// of a new directory costs next to nothing.
+		u, err := w.count()
+		if err != nil {
+			return err
+		}
+		return l.write(stateClean, u)
 	}
-	if _, ok := l.read(); ok {
-		return nil
-	}
-	u, err := w.count()
-	if err != nil {
-		return err
-	}
-	return l.write(stateClean, u)
+	_, err = w.current()
+	return err
 }
 
 // locked runs fn with the workspace's usage under its lock, fn changing
@@ -180,22 +182,48 @@ func (w *Workspace) locked(fn func(u *usage) error) error {
 		return mediator.Errorf(mediator.CodeInternal, "workspace ledger: %v", err)
 	}
 	defer unlockFile(l.f)
-	u, ok := l.read()
-	if !ok {
-		var err error
-		if u, err = w.count(); err != nil {
-			return err
-		}
+	u, err := w.current()
+	if err != nil {
+		return err
 	}
 	if err := l.write(stateDirty, u); err != nil {
 		return err
 	}
-	err := fn(&u)
+	err = fn(&u)
 	u.entries, u.bytes = max(u.entries, 0), max(u.bytes, 0)
 	if werr := l.write(stateClean, u); err == nil {
 		err = werr
 	}
 	return err
+}
+
+// current is the usage the ledger holds, counted again (and written)
+// when the ledger cannot be believed. The caller holds the lock.
+func (w *Workspace) current() (usage, error) {
+	l := &w.ledger
+	if u, ok := l.read(); ok {
+		return u, nil
+	}
+	u, err := w.count()
+	if err != nil {
+		return usage{}, err
+	}
+	return u, l.write(stateClean, u)
+}
+
+// readUsage is what the ledger holds now, read under its lock.
+func (w *Workspace) readUsage() (usage, error) {
+	l := &w.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.path == "" {
+		return l.mem, nil
+	}
+	if err := l.lock(); err != nil {
+		return usage{}, mediator.Errorf(mediator.CodeInternal, "workspace ledger: %v", err)
+	}
+	defer unlockFile(l.f)
+	return w.current()
 }
 
 // fits refuses a change that would take the workspace past its quotas.

@@ -84,13 +84,12 @@ func (w *Workspace) Close() error {
 	return w.root.Close()
 }
 
-// Usage is what the workspace holds now, as its ledger counts it.
+// Usage is what the workspace holds now, as its ledger counts it: the
+// bytes of its regular files and its entries of every kind (zero when the
+// ledger cannot be read).
 func (w *Workspace) Usage() (bytes, files int64) {
-	w.locked(func(u *usage) error {
-		bytes, files = u.bytes, u.entries
-		return nil
-	})
-	return bytes, files
+	u, _ := w.readUsage()
+	return u.bytes, u.entries
 }
 
 // Clean checks a name an agent or the shell gave and returns it in the

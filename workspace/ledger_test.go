@@ -280,7 +280,8 @@ func TestCountNeverNegative(t *testing.T) {
 // one whose directory was made again are counted once, and a count that
 // finds too much refuses the workspace.
 func TestOpenReadsTheLedger(t *testing.T) {
-	w, dir, _ := setup(t, Limits{})
+	w, dir, canary := setup(t, Limits{})
+	defer untouched(t, canary)
 	w.WriteFile("a", []byte("abc"), false)
 	os.WriteFile(filepath.Join(dir, "behind"), []byte("12345"), 0o600)
 	reopen := func(t *testing.T, lim Limits) (int64, int64, error) {
@@ -340,4 +341,36 @@ func TestOpenReadsTheLedger(t *testing.T) {
 		}
 		agrees(t, w, dir, DefaultMaxBytes)
 	})
+}
+
+// TestRenameOverBooksTheReplaced: a rename over an existing file gives
+// back what it replaced; a rename onto the same name changes nothing. (Go
+// refuses a rename over an existing directory.)
+func TestRenameOverBooksTheReplaced(t *testing.T) {
+	w, dir, canary := setup(t, Limits{MaxBytes: 100, MaxFiles: 4})
+	w.WriteFile("a", make([]byte, 30), false)
+	w.WriteFile("b", make([]byte, 60), false)
+	w.Mkdir("d", false)
+	w.Mkdir("e", false)
+	for _, tc := range []struct {
+		name, from, to string
+	}{
+		{"file over file", "a", "b"},
+		{"onto itself", "b", "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := w.Rename(tc.from, tc.to); err != nil {
+				t.Fatal(err)
+			}
+			agrees(t, w, dir, 100)
+		})
+	}
+	// What was given back is usable again, and no more.
+	if err := w.WriteFile("c", make([]byte, 70), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile("f", make([]byte, 1), false); mediator.CodeOf(err) != mediator.CodeQuotaExceeded {
+		t.Fatalf("past the quota: %v", err)
+	}
+	untouched(t, canary)
 }

@@ -105,31 +105,43 @@ func fill(w *Workspace, prefix string, chunk int) error {
 }
 
 // TestConcurrentOpensShareOneQuota (issue 22, finding 3): twelve
-// Workspace values of one directory, all open before any writes, as
-// twelve shell calls would be, share one quota.
+// goroutines each open the workspace, as twelve shell calls would, and
+// once all have opened it (the order the old per-value counter lost)
+// each fills it; together they hold no more than one quota.
 func TestConcurrentOpensShareOneQuota(t *testing.T) {
 	_, dir, canary := setup(t, Limits{MaxBytes: testQuota})
-	var ws []*Workspace
-	for range 12 {
-		w, err := Open(dir, Limits{MaxBytes: testQuota})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close()
-		ws = append(ws, w)
+	const n = 12
+	var opened, wg sync.WaitGroup
+	opened.Add(n)
+	start := make(chan struct{})
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			w, err := Open(dir, Limits{MaxBytes: testQuota})
+			opened.Done()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer w.Close()
+			<-start
+			errs[i] = fill(w, fmt.Sprintf("g%d", i), 64<<10)
+		})
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(ws))
-	for i, w := range ws {
-		wg.Go(func() { errs[i] = fill(w, fmt.Sprintf("g%d", i), 64<<10) })
-	}
+	opened.Wait()
+	close(start)
 	wg.Wait()
 	for i, err := range errs {
 		if mediator.CodeOf(err) != mediator.CodeQuotaExceeded {
 			t.Errorf("writer %d ended with %v; want quota_exceeded", i, err)
 		}
 	}
-	agrees(t, ws[0], dir, testQuota)
+	w, err := Open(dir, Limits{MaxBytes: testQuota})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	agrees(t, w, dir, testQuota)
 	untouched(t, canary)
 }
 

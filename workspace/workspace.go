@@ -78,9 +78,13 @@ func Open(dir string, lim Limits) (*Workspace, error) {
 
 // Close releases the workspace's directory and its ledger.
 func (w *Workspace) Close() error {
-	if w.ledger.f != nil {
-		w.ledger.f.Close()
+	l := &w.ledger
+	l.mu.Lock()
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
 	}
+	l.mu.Unlock()
 	return w.root.Close()
 }
 

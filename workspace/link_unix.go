@@ -4,6 +4,7 @@ package workspace
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -19,4 +20,21 @@ func singleLink(f *os.File) error {
 		return errors.New("a file with another hard link, which may be outside the workspace")
 	}
 	return nil
+}
+
+// openNoWait is added to every open of a name in the workspace: opening a
+// named pipe would otherwise wait in open(2) for the other end, past any
+// deadline. The file is then refused as not regular (checked with fstat,
+// so a pipe swapped in after the first check is caught too); on a regular
+// file or a directory the flag changes nothing.
+const openNoWait = syscall.O_NONBLOCK
+
+// dirID identifies the directory a ledger counts (its inode), so a ledger
+// left beside a directory that was since removed and made again is not
+// believed. 0: unknown.
+func dirID(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
 }

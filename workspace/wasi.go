@@ -5,7 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sync"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/sys"
@@ -14,13 +13,26 @@ import (
 )
 
 // Hooks let the caller decide and record every change a guest makes to
-// the workspace. Change is called with what is about to happen (op is
-// "create", "write", "truncate", "mkdir", "rmdir", "unlink" or "rename";
-// n the bytes written, or the new size) and do, which makes the change:
-// it must call do only if the change is allowed, and return do's error.
-// nil runs every change.
+// the workspace, and see every refusal. The zero value runs every change
+// and records nothing.
 type Hooks struct {
+	// Change is called with what is about to happen (op is "create",
+	// "write", "truncate", "mkdir", "rmdir", "unlink" or "rename"; n the
+	// bytes written, or the new size) and do, which makes the change: it
+	// must call do only if the change is allowed, and return do's error.
+	// The quotas are checked inside do, under the workspace's lock.
 	Change func(op, name string, n int64, do func() error) error
+	// Refused is called for every refusal the file system itself makes
+	// to a guest: a name that climbs out ("../x", "/etc/x", a link out),
+	// a bad name (controls, invalid UTF-8), a file with a second hard
+	// link, a named pipe, socket or device, a name deeper than MaxDepth
+	// (path_not_allowed); a change past a quota (quota_exceeded); a change
+	// under a read-only mount (permission_outside_set: the agent's
+	// permission set gives read access only). mediator.CodeOf(err) is the
+	// reason. It is not called for an ordinary failure (not found, exists,
+	// not empty), nor for a change Change refused, which the caller has
+	// recorded already.
+	Refused func(op, name string, err error)
 }
 
 // SysFS is the workspace as a WASI file system for wazero: every name
@@ -47,6 +59,8 @@ func errno(err error) experimentalsys.Errno {
 	switch mediator.CodeOf(err) {
 	case mediator.CodePathNotAllowed, mediator.CodeSessionLevel, mediator.CodeUserDenied, mediator.CodeBlockedByUser:
 		return experimentalsys.EPERM
+	case mediator.CodePermissionOutsideSet:
+		return experimentalsys.EROFS
 	case mediator.CodeNotFound:
 		return experimentalsys.ENOENT
 	case mediator.CodeQuotaExceeded, mediator.CodeTooLarge:
@@ -62,10 +76,40 @@ func errno(err error) experimentalsys.Errno {
 	return experimentalsys.EIO
 }
 
+// refused reports err to the Refused hook when it is a refusal, and turns
+// it into the guest's errno.
+func (s *sysFS) refused(op, name string, err error) experimentalsys.Errno {
+	switch mediator.CodeOf(err) {
+	case mediator.CodePathNotAllowed, mediator.CodeQuotaExceeded, mediator.CodePermissionOutsideSet:
+		if s.hooks.Refused != nil {
+			s.hooks.Refused(op, name, err)
+		}
+	}
+	return errno(err)
+}
+
+// readOnly is the refusal of a change under a read-only mount.
+func readOnly(name string) error {
+	return mediator.Errorf(mediator.CodePermissionOutsideSet, "%s: the workspace is read-only for this agent (its permission set gives read access)", mediator.Truncate(name, 80))
+}
+
+// check cleans a name a guest gave, and for a change also bounds its
+// depth, before anything (the policy included) is asked about it.
+func (s *sysFS) check(op, name string, change bool) (string, experimentalsys.Errno) {
+	c, err := Clean(name)
+	if err == nil && change {
+		err = tooDeep(name, depth(c))
+	}
+	if err != nil {
+		return "", s.refused(op, name, err)
+	}
+	return c, 0
+}
+
 // change runs do as the change op on name, through the hook.
 func (s *sysFS) change(op, name string, n int64, do func() error) experimentalsys.Errno {
 	if s.readOnly {
-		return experimentalsys.EROFS
+		return s.refused(op, name, readOnly(name))
 	}
 	var ran bool
 	run := func() error { ran = true; return do() }
@@ -76,19 +120,19 @@ func (s *sysFS) change(op, name string, n int64, do func() error) experimentalsy
 		err = run()
 	}
 	if err != nil && !ran {
-		return experimentalsys.EPERM // refused: nothing changed
+		return experimentalsys.EPERM // refused by the policy, which recorded it: nothing changed
 	}
-	return errno(err)
+	return s.refused(op, name, err)
 }
 
 func (s *sysFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
-	c, err := Clean(name)
-	if err != nil {
-		return nil, errno(err)
+	c, e := s.check("open", name, false)
+	if e != 0 {
+		return nil, e
 	}
 	writes := flag&(experimentalsys.O_WRONLY|experimentalsys.O_RDWR|experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_APPEND) != 0
 	if writes && s.readOnly {
-		return nil, experimentalsys.EROFS
+		return nil, s.refused("open", name, readOnly(name))
 	}
 	osFlag := os.O_RDONLY
 	switch {
@@ -100,40 +144,27 @@ func (s *sysFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMo
 	if flag&experimentalsys.O_APPEND != 0 {
 		osFlag |= os.O_APPEND
 	}
-	created := false
-	if flag&experimentalsys.O_CREAT != 0 {
-		if _, err := s.w.root.Lstat(c); errors.Is(err, fs.ErrNotExist) {
-			if err := s.w.reserve(0, 1); err != nil {
-				return nil, errno(err)
-			}
-			created = true
-		}
-		osFlag |= os.O_CREATE
-		if flag&experimentalsys.O_EXCL != 0 {
-			osFlag |= os.O_EXCL
-		}
-	}
 	var f *os.File
-	open := func() error {
-		var err error
-		f, err = s.w.root.OpenFile(c, osFlag, 0o600)
-		return fail(name, err)
-	}
-	var e experimentalsys.Errno
-	if created {
-		e = s.change("create", c, 0, open) // a new file is a change; opening one is not
-	} else {
-		e = errno(open())
-	}
-	if e != 0 {
-		if created {
-			s.w.reserve(0, -1)
+	if flag&experimentalsys.O_CREAT != 0 {
+		_, err := s.w.root.Stat(c)
+		switch {
+		case err == nil && flag&experimentalsys.O_EXCL != 0:
+			return nil, experimentalsys.EEXIST
+		case errors.Is(err, fs.ErrNotExist):
+			if _, e := s.check("create", name, true); e != 0 {
+				return nil, e
+			}
+			// A new file is a change; opening one is not.
+			if e := s.change("create", c, 0, func() error { return s.create(name, c, osFlag, flag&experimentalsys.O_EXCL != 0, &f) }); e != 0 {
+				return nil, e
+			}
 		}
-		return nil, e
 	}
-	if err := singleLink(f); err != nil {
-		f.Close()
-		return nil, experimentalsys.EPERM
+	if f == nil {
+		var err error
+		if f, err = s.w.openFile(name, c, osFlag); err != nil {
+			return nil, s.refused("open", name, err)
+		}
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -144,7 +175,7 @@ func (s *sysFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMo
 		f.Close()
 		return nil, experimentalsys.ENOTDIR
 	}
-	file := &sysFile{fs: s, f: f, name: c, size: fi.Size(), dir: fi.IsDir(), append: osFlag&os.O_APPEND != 0, writable: writes}
+	file := &sysFile{fs: s, f: f, name: c, dir: fi.IsDir(), append: osFlag&os.O_APPEND != 0, writable: writes}
 	if flag&experimentalsys.O_TRUNC != 0 && !file.dir {
 		if e := file.Truncate(0); e != 0 {
 			f.Close()
@@ -154,31 +185,59 @@ func (s *sysFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMo
 	return file, 0
 }
 
+// create makes the new file c under the ledger's lock, booking it. It
+// creates with O_EXCL, so it never creates through a link (a dangling
+// one would make its target unbooked); when another process made the
+// file first, it opens that one, unless the guest asked for O_EXCL.
+func (s *sysFS) create(name, c string, osFlag int, excl bool, f **os.File) error {
+	return s.w.locked(func(u *usage) error {
+		if err := s.w.fits(u, 0, 1); err != nil {
+			return err
+		}
+		var err error
+		*f, err = s.w.openFile(name, c, osFlag|os.O_CREATE|os.O_EXCL)
+		if err == nil {
+			u.entries++
+			return nil
+		}
+		if _, serr := s.w.root.Stat(c); serr == nil && !excl {
+			*f, err = s.w.openFile(name, c, osFlag)
+		}
+		return err
+	})
+}
+
 func (s *sysFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
 	fi, err := s.w.Stat(name)
 	if err != nil {
-		return sys.Stat_t{}, errno(err)
+		return sys.Stat_t{}, s.refused("stat", name, err)
 	}
 	return sys.NewStat_t(fi), 0
 }
 
 func (s *sysFS) Lstat(name string) (sys.Stat_t, experimentalsys.Errno) {
-	c, err := Clean(name)
-	if err != nil {
-		return sys.Stat_t{}, errno(err)
+	c, e := s.check("stat", name, false)
+	if e != 0 {
+		return sys.Stat_t{}, e
 	}
 	fi, err := s.w.root.Lstat(c)
 	if err != nil {
-		return sys.Stat_t{}, errno(fail(name, err))
+		return sys.Stat_t{}, s.refused("stat", name, fail(name, err))
 	}
 	return sys.NewStat_t(fi), 0
 }
 
 func (s *sysFS) Mkdir(name string, _ fs.FileMode) experimentalsys.Errno {
+	if _, e := s.check("mkdir", name, true); e != 0 {
+		return e
+	}
 	return s.change("mkdir", name, 0, func() error { return s.w.Mkdir(name, false) })
 }
 
 func (s *sysFS) Rmdir(name string) experimentalsys.Errno {
+	if _, e := s.check("rmdir", name, false); e != 0 {
+		return e
+	}
 	if fi, err := s.w.Stat(name); err == nil && !fi.IsDir() {
 		return experimentalsys.ENOTDIR
 	}
@@ -186,6 +245,9 @@ func (s *sysFS) Rmdir(name string) experimentalsys.Errno {
 }
 
 func (s *sysFS) Unlink(name string) experimentalsys.Errno {
+	if _, e := s.check("unlink", name, false); e != 0 {
+		return e
+	}
 	if fi, err := s.w.Stat(name); err == nil && fi.IsDir() {
 		return experimentalsys.EISDIR
 	}
@@ -193,6 +255,12 @@ func (s *sysFS) Unlink(name string) experimentalsys.Errno {
 }
 
 func (s *sysFS) Rename(from, to string) experimentalsys.Errno {
+	if _, e := s.check("rename", from, false); e != 0 {
+		return e
+	}
+	if _, e := s.check("rename", to, true); e != 0 {
+		return e
+	}
 	return s.change("rename", from+" -> "+to, 0, func() error { return s.w.Rename(from, to) })
 }
 
@@ -209,9 +277,6 @@ type sysFile struct {
 	dir      bool
 	append   bool
 	writable bool
-
-	mu   sync.Mutex
-	size int64 // as far as the quota has counted it
 }
 
 func (f *sysFile) IsDir() (bool, experimentalsys.Errno) { return f.dir, 0 }
@@ -256,69 +321,55 @@ func (f *sysFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errn
 	return out, errno(err)
 }
 
-// grow books what a change ending at end adds to the file, or refuses.
-// It returns the bytes it booked, which unbook gives back if the change
-// is then refused or fails: a write the policy refuses must not use up
-// the quota.
-func (f *sysFile) grow(end int64) (int64, experimentalsys.Errno) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if end <= f.size {
-		return 0, 0
-	}
-	if err := f.fs.w.reserve(end-f.size, 0); err != nil {
-		return 0, errno(err)
-	}
-	booked := end - f.size
-	f.size = end
-	return booked, 0
-}
-
-// unbook gives back what grow booked for a change meant to end at end
-// that wrote n bytes from start: all of it when nothing was written (the
-// change was refused), the unwritten tail otherwise. A change that has
-// since grown the file further keeps the booking: those bytes are the
-// later change's.
-func (f *sysFile) unbook(booked, end, start int64, n int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	reached := int64(0)
-	if n > 0 {
-		reached = start + int64(n)
-	}
-	if booked <= 0 || reached >= end || f.size != end {
-		return
-	}
-	back := min(booked, end-reached)
-	f.fs.w.reserve(-back, 0)
-	f.size -= back
+// resize changes the file under the workspace's lock: it measures the
+// file's real size (fstat: another handle, in this process or another,
+// may have changed it since this one was opened), refuses a change that
+// would end past the quota before writing a byte, makes the change
+// (apply, given the size found) and books the size the file then has.
+func (f *sysFile) resize(apply func(size int64) (end int64, do func() error)) error {
+	w := f.fs.w
+	return w.locked(func(u *usage) error {
+		fi, err := f.f.Stat()
+		if err != nil {
+			return err
+		}
+		old := fi.Size()
+		end, do := apply(old)
+		if err := w.fits(u, end-old, 0); err != nil {
+			return err
+		}
+		err = do()
+		if fi, serr := f.f.Stat(); serr == nil {
+			u.bytes += fi.Size() - old
+		} else {
+			u.bytes += end - old
+		}
+		return err
+	})
 }
 
 func (f *sysFile) Write(b []byte) (int, experimentalsys.Errno) {
 	if !f.writable {
 		return 0, experimentalsys.EBADF
 	}
-	pos, err := f.f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return 0, errno(err)
-	}
-	if f.append {
-		pos = f.size
-	}
-	end := pos + int64(len(b))
-	booked, e := f.grow(end)
-	if e != 0 {
-		return 0, e
-	}
 	var n int
-	e = f.fs.change("write", f.name, int64(len(b)), func() error {
-		var err error
-		n, err = f.f.Write(b)
-		return err
+	e := f.fs.change("write", f.name, int64(len(b)), func() error {
+		return f.resize(func(size int64) (int64, func() error) {
+			pos := size
+			if !f.append {
+				p, err := f.f.Seek(0, io.SeekCurrent)
+				if err != nil {
+					return size, func() error { return err }
+				}
+				pos = p
+			}
+			return max(size, pos+int64(len(b))), func() error {
+				var err error
+				n, err = f.f.Write(b)
+				return err
+			}
+		})
 	})
-	if e != 0 {
-		f.unbook(booked, end, pos, n)
-	}
 	return n, e
 }
 
@@ -326,20 +377,16 @@ func (f *sysFile) Pwrite(b []byte, off int64) (int, experimentalsys.Errno) {
 	if !f.writable {
 		return 0, experimentalsys.EBADF
 	}
-	end := off + int64(len(b))
-	booked, e := f.grow(end)
-	if e != 0 {
-		return 0, e
-	}
 	var n int
-	e = f.fs.change("write", f.name, int64(len(b)), func() error {
-		var err error
-		n, err = f.f.WriteAt(b, off)
-		return err
+	e := f.fs.change("write", f.name, int64(len(b)), func() error {
+		return f.resize(func(size int64) (int64, func() error) {
+			return max(size, off+int64(len(b))), func() error {
+				var err error
+				n, err = f.f.WriteAt(b, off)
+				return err
+			}
+		})
 	})
-	if e != 0 {
-		f.unbook(booked, end, off, n)
-	}
 	return n, e
 }
 
@@ -347,21 +394,11 @@ func (f *sysFile) Truncate(size int64) experimentalsys.Errno {
 	if !f.writable {
 		return experimentalsys.EBADF
 	}
-	booked, e := f.grow(size)
-	if e != 0 {
-		return e
-	}
-	if e := f.fs.change("truncate", f.name, size, func() error { return f.f.Truncate(size) }); e != 0 {
-		f.unbook(booked, size, 0, 0)
-		return e
-	}
-	f.mu.Lock()
-	if size < f.size {
-		f.fs.w.reserve(size-f.size, 0)
-		f.size = size
-	}
-	f.mu.Unlock()
-	return 0
+	return f.fs.change("truncate", f.name, size, func() error {
+		return f.resize(func(int64) (int64, func() error) {
+			return size, func() error { return f.f.Truncate(size) }
+		})
+	})
 }
 
 func (f *sysFile) Sync() experimentalsys.Errno     { return errno(f.f.Sync()) }

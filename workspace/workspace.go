@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"sync"
 
 	"github.com/agentgate/nmhost/mediator"
 )
@@ -35,18 +34,22 @@ const (
 // workspace itself) and resolves it through os.Root: "..", symbolic links
 // that point out and a directory swapped for a link mid-operation all
 // fail, and a file with a second hard link is refused, since the other
-// name may be outside.
+// name may be outside. Named pipes, sockets and devices are refused
+// without waiting.
+//
+// What it holds is counted in its ledger (ledger.go), one per directory,
+// shared by every Workspace value, handle and process that opens it:
+// every change takes the ledger's lock, measures what it changes, checks
+// the quotas before writing, and books what it did.
 type Workspace struct {
 	root   *os.Root
 	limits Limits
-
-	mu    sync.Mutex // usage
-	bytes int64
-	files int64
+	ledger ledger
 }
 
-// Open opens (creating it, owner-only) the workspace at dir and counts
-// what it holds.
+// Open opens (creating it, owner-only) the workspace at dir. It reads the
+// ledger beside dir (dir + LedgerSuffix); it walks the directory only when
+// there is no ledger to believe (see openLedger).
 func Open(dir string, lim Limits) (*Workspace, error) {
 	if lim.MaxBytes <= 0 {
 		lim.MaxBytes = DefaultMaxBytes
@@ -54,48 +57,51 @@ func Open(dir string, lim Limits) (*Workspace, error) {
 	if lim.MaxFiles <= 0 {
 		lim.MaxFiles = DefaultMaxFiles
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+	made := false
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("workspace %s: %w", dir, err)
+		}
+		made = true
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	w := &Workspace{root: root, limits: lim}
-	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == "." {
-			return err
-		}
-		w.files++
-		if d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				w.bytes += fi.Size()
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		root.Close()
+	if err := w.openLedger(dir, made); err != nil {
+		w.Close()
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	return w, nil
 }
 
-// Close releases the workspace's directory handle.
-func (w *Workspace) Close() error { return w.root.Close() }
+// Close releases the workspace's directory and its ledger.
+func (w *Workspace) Close() error {
+	l := &w.ledger
+	l.mu.Lock()
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+	l.mu.Unlock()
+	return w.root.Close()
+}
 
-// Usage is what the workspace holds now.
+// Usage is what the workspace holds now, as its ledger counts it: the
+// bytes of its regular files and its entries of every kind (zero when the
+// ledger cannot be read).
 func (w *Workspace) Usage() (bytes, files int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.bytes, w.files
+	u, _ := w.readUsage()
+	return u.bytes, u.entries
 }
 
 // Clean checks a name an agent or the shell gave and returns it in the
 // form os.Root takes: relative, slash-separated, cleaned. An absolute
-// name, a NUL, an over-long name or one that climbs out ("../x",
-// "a/../../x") is path_not_allowed before anything is touched; os.Root
-// checks again on every component as it opens.
+// name, a NUL or another control character, a bidirectional control,
+// invalid UTF-8 (badName), an over-long name or one that climbs out
+// ("../x", "a/../../x") is path_not_allowed before anything is touched;
+// os.Root checks again on every component as it opens.
 func Clean(name string) (string, error) {
 	switch {
 	case name == "":
@@ -106,6 +112,9 @@ func Clean(name string) (string, error) {
 		return "", notAllowed(name, "a NUL byte")
 	case strings.HasPrefix(name, "/") || strings.Contains(name, `\`) || len(name) > 1 && name[1] == ':':
 		return "", notAllowed(name, "an absolute name: names are relative to the workspace")
+	}
+	if why := badName(name); why != "" {
+		return "", notAllowed(name, why)
 	}
 	c := path.Clean(name)
 	if c == ".." || strings.HasPrefix(c, "../") {
@@ -124,6 +133,8 @@ func fail(name string, err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case mediator.CodeOf(err) != mediator.CodeInternal:
+		return err // already the workspace's
 	case errors.Is(err, fs.ErrNotExist):
 		return mediator.Errorf(mediator.CodeNotFound, "%s: no such file or directory", mediator.Truncate(name, 80))
 	case strings.Contains(err.Error(), "escapes") || strings.Contains(err.Error(), "path escapes"):
@@ -134,6 +145,58 @@ func fail(name string, err error) error {
 		return mediator.Errorf(mediator.CodeBadRequest, "%s: %v", mediator.Truncate(name, 80), pe.Err)
 	}
 	return err
+}
+
+// plain: a regular file or a directory, the only kinds of entry the
+// workspace opens. A named pipe blocks its reader until a writer comes
+// (past the run's deadline), a device reads or changes something outside
+// the workspace, and a socket is a door to another process; none is
+// anything an agent's files need, so each is path_not_allowed: the
+// refusal is about what the name is, like a link out, not a malformed
+// request.
+func plain(fi fs.FileInfo) bool { return fi.Mode().IsRegular() || fi.IsDir() }
+
+func notPlain(name string, fi fs.FileInfo) error {
+	return notAllowed(name, fmt.Sprintf("a %s, not a regular file or a directory", kind(fi.Mode())))
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+// openFile opens the cleaned name c with flag, refusing a named pipe,
+// socket or device before opening it (Stat) and again after (fstat, for
+// one swapped in between; the open itself does not wait: openNoWait), and
+// a file with a second hard link.
+func (w *Workspace) openFile(name, c string, flag int) (*os.File, error) {
+	if fi, err := w.root.Stat(c); err == nil && !plain(fi) {
+		return nil, notPlain(name, fi)
+	}
+	f, err := w.root.OpenFile(c, flag|openNoWait, 0o600)
+	if err != nil {
+		return nil, fail(name, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !plain(fi) {
+		err = notPlain(name, fi)
+	} else if err == nil {
+		if lerr := singleLink(f); lerr != nil {
+			err = notAllowed(name, lerr.Error())
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fail(name, err)
+	}
+	return f, nil
 }
 
 // Stat describes name, following links only inside the workspace.
@@ -156,21 +219,13 @@ func (w *Workspace) ReadDir(name string) ([]fs.DirEntry, error) {
 	return ents, fail(name, err)
 }
 
-// Open opens a file for reading.
+// Open opens a file (or a directory) for reading.
 func (w *Workspace) Open(name string) (*os.File, error) {
 	c, err := Clean(name)
 	if err != nil {
 		return nil, err
 	}
-	f, err := w.root.Open(c)
-	if err != nil {
-		return nil, fail(name, err)
-	}
-	if err := singleLink(f); err != nil {
-		f.Close()
-		return nil, notAllowed(name, err.Error())
-	}
-	return f, nil
+	return w.openFile(name, c, os.O_RDONLY)
 }
 
 // ReadFile reads a whole file, at most max bytes (0: the quota).
@@ -191,162 +246,4 @@ func (w *Workspace) ReadFile(name string, max int64) ([]byte, error) {
 		return nil, mediator.Errorf(mediator.CodeTooLarge, "%s is larger than %d bytes", mediator.Truncate(name, 80), max)
 	}
 	return b, nil
-}
-
-// WriteFile writes data to name, replacing it or appending to it, within
-// the quotas (quota_exceeded).
-func (w *Workspace) WriteFile(name string, data []byte, appendTo bool) error {
-	c, err := Clean(name)
-	if err != nil {
-		return err
-	}
-	if c == "." {
-		return notAllowed(name, "the workspace itself, not a file")
-	}
-	var old int64
-	exists := false
-	fi, err := w.root.Stat(c)
-	switch {
-	case err == nil && !fi.Mode().IsRegular():
-		return mediator.Errorf(mediator.CodeBadRequest, "%s is not a regular file", mediator.Truncate(name, 80))
-	case err == nil:
-		old, exists = fi.Size(), true
-	case !errors.Is(err, fs.ErrNotExist):
-		return fail(name, err)
-	}
-	grow := int64(len(data))
-	if !appendTo {
-		grow -= old
-	}
-	newFiles := int64(0)
-	if !exists {
-		newFiles = 1
-	}
-	if err := w.reserve(grow, newFiles); err != nil {
-		return err
-	}
-	// Never O_TRUNC: the file is checked for a second hard link first,
-	// and only then emptied, so a link to an outside file is refused
-	// before a byte of it changes.
-	flag := os.O_WRONLY | os.O_CREATE
-	if appendTo {
-		flag |= os.O_APPEND
-	}
-	f, err := w.root.OpenFile(c, flag, 0o600)
-	if err != nil {
-		w.reserve(-grow, -newFiles)
-		return fail(name, err)
-	}
-	if err := singleLink(f); err != nil {
-		f.Close()
-		w.reserve(-grow, -newFiles)
-		return notAllowed(name, err.Error())
-	}
-	if !appendTo {
-		if err := f.Truncate(0); err != nil {
-			f.Close()
-			w.reserve(-grow, 0)
-			return fail(name, err)
-		}
-	}
-	_, err = f.Write(data)
-	if err != nil {
-		// Book what the file holds now, not what the write meant to
-		// make of it.
-		if fi, serr := f.Stat(); serr == nil {
-			want := int64(len(data))
-			if appendTo {
-				want += old
-			}
-			w.reserve(fi.Size()-want, 0)
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return fail(name, err)
-}
-
-// reserve books bytes and files against the quotas, or refuses.
-func (w *Workspace) reserve(bytes, files int64) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if bytes > 0 && w.bytes+bytes > w.limits.MaxBytes {
-		return mediator.Errorf(mediator.CodeQuotaExceeded, "the workspace would hold %d bytes; its quota is %d", w.bytes+bytes, w.limits.MaxBytes)
-	}
-	if files > 0 && w.files+files > w.limits.MaxFiles {
-		return mediator.Errorf(mediator.CodeQuotaExceeded, "the workspace would hold %d files; its quota is %d", w.files+files, w.limits.MaxFiles)
-	}
-	w.bytes += bytes
-	w.files += files
-	return nil
-}
-
-// Mkdir makes a directory (and its parents with all).
-func (w *Workspace) Mkdir(name string, all bool) error {
-	c, err := Clean(name)
-	if err != nil {
-		return err
-	}
-	if err := w.reserve(0, 1); err != nil {
-		return err
-	}
-	if all {
-		err = w.root.MkdirAll(c, 0o700)
-	} else {
-		err = w.root.Mkdir(c, 0o700)
-	}
-	if err != nil {
-		w.reserve(0, -1)
-	}
-	return fail(name, err)
-}
-
-// Remove removes a file or an empty directory (a whole tree with all).
-func (w *Workspace) Remove(name string, all bool) error {
-	c, err := Clean(name)
-	if err != nil {
-		return err
-	}
-	if c == "." {
-		return notAllowed(name, "the workspace itself")
-	}
-	var bytes, files int64
-	if all {
-		fs.WalkDir(w.root.FS(), c, func(p string, d fs.DirEntry, err error) error {
-			if err == nil {
-				files++
-				if fi, err := d.Info(); err == nil && d.Type().IsRegular() {
-					bytes += fi.Size()
-				}
-			}
-			return nil
-		})
-		err = w.root.RemoveAll(c)
-	} else {
-		if fi, serr := w.root.Lstat(c); serr == nil {
-			files, bytes = 1, fi.Size()
-			if !fi.Mode().IsRegular() {
-				bytes = 0
-			}
-		}
-		err = w.root.Remove(c)
-	}
-	if err == nil {
-		w.reserve(-bytes, -files)
-	}
-	return fail(name, err)
-}
-
-// Rename moves a file or directory inside the workspace.
-func (w *Workspace) Rename(from, to string) error {
-	f, err := Clean(from)
-	if err != nil {
-		return err
-	}
-	t, err := Clean(to)
-	if err != nil {
-		return err
-	}
-	return fail(from, w.root.Rename(f, t))
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/workspace"
 )
 
 // hostileSessionIDs are ids that would name another directory, or no
@@ -94,9 +95,15 @@ func TestHostileSessionIDsStayInTheirWorkspace(t *testing.T) {
 	if b, err := os.ReadFile(canary); err != nil || string(b) != "untouched" {
 		t.Fatalf("canary: %q %v", b, err)
 	}
+	// Each workspace is one directory and, beside it, its ledger.
 	ents, err := os.ReadDir(parent)
-	if err != nil || len(ents) != len(hostileSessionIDs) {
+	if err != nil || len(ents) != 2*len(hostileSessionIDs) {
 		t.Fatalf("%d entries in session-workspaces for %d sessions (%v)", len(ents), len(hostileSessionIDs), err)
+	}
+	for _, e := range ents {
+		if d, ok := strings.CutSuffix(e.Name(), workspace.LedgerSuffix); ok && seen[d] == "" {
+			t.Errorf("ledger %s is beside no workspace", e.Name())
+		}
 	}
 	top, _ := os.ReadDir(dir)
 	for _, e := range top {

@@ -1,6 +1,7 @@
 package wasmhost
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"sync"
@@ -136,7 +137,11 @@ func (ru *run) workspaceFS() (wazero.FSConfig, bool) {
 		_, err := ru.authorized(mediator.Operation{Name: mediator.OpWorkspaceWrite, Method: op, Path: name, TextLength: int(n)},
 			func() ([]byte, error) { return nil, do() })
 		return err
-	}}
+	}, Read: func(name string) error {
+		_, err := ru.authorized(mediator.Operation{Name: mediator.OpWorkspaceRead, Path: name},
+			func() ([]byte, error) { return nil, nil })
+		return err
+	}, Refused: ru.workspaceRefused}
 	fsys := ru.spec.Workspace.SysFS(access != mediator.WorkspaceReadWrite, hooks)
 	return wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(fsys, WorkspaceGuestPath), true
 }
@@ -160,4 +165,28 @@ func (ru *run) granted() map[mediator.Permission]bool {
 func (ru *run) workspaceAccess() mediator.WorkspaceAccess {
 	g := ru.granted()
 	return mediator.WorkspaceAccessOf(ru.set.rule, func(p mediator.Permission) bool { return g[p] })
+}
+
+// workspaceRefused records a refusal the workspace's file system made to
+// the guest (a name that climbs out, a link out, a special file, the
+// depth bound, the quota, a write under a read-only mount): the guest
+// sees only an errno, and the person sees a denial with its audit record.
+// A write under a read-only mount is refused by the grants when the set
+// would allow it (workspace.write not granted), by the set otherwise.
+func (ru *run) workspaceRefused(op, name string, err error) {
+	code, perm, by := mediator.CodeOf(err), mediator.PermWorkspaceRead, "workspace"
+	reason := mediator.MessageOf(err)
+	if op != "open" && op != "stat" {
+		perm = mediator.PermWorkspaceWrite
+	}
+	if code == mediator.CodePermissionOutsideSet {
+		perm, by = mediator.PermWorkspaceWrite, "set:"+string(ru.set.choice.Set)
+		if mediator.WorkspaceCovers(ru.set.rule.Workspace, mediator.WorkspaceReadWrite) {
+			code, by = mediator.CodePermissionNotGranted, "grant:"+string(mediator.PermWorkspaceWrite)
+			reason = fmt.Sprintf("%s: the agent has not been granted %s", mediator.Truncate(name, 80), mediator.PermWorkspaceWrite)
+		}
+	}
+	ru.deny(context.WithoutCancel(ru.ctx), mediator.Denial{AgentID: ru.spec.Agent.Profile.AgentID, Permission: string(perm), Code: code,
+		Context: mediator.DenialContext{Reason: reason, Layer: "workspace",
+			Details: map[string]string{"operation": op, "path": mediator.Truncate(name, 256), "decidedBy": by}}})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -95,6 +96,31 @@ func TestGuestWorkspace(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(writes, ","), "create a.txt") || !strings.Contains(strings.Join(writes, ","), "write a.txt") {
 		t.Fatalf("workspace.write records: %v", writes)
+	}
+	// Reads are decided and recorded too, one per open.
+	var reads []string
+	for _, r := range page.Records {
+		if r.Operation.Name == mediator.OpWorkspaceRead && r.Kind == mediator.AuditDecision && r.Allowed {
+			reads = append(reads, r.Operation.Path)
+		}
+	}
+	if !slices.Contains(reads, "a.txt") {
+		t.Fatalf("workspace.read records: %v", reads)
+	}
+	// The planted link the guest tried to read and write through was
+	// refused by the workspace: each is a denial with its audit record.
+	dp, err := f.st.ListDenials(context.Background(), store.DenialFilter{AgentID: "fsprobe", Code: mediator.CodePathNotAllowed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var planted int
+	for _, d := range dp.Denials {
+		if d.Context.Layer == "workspace" && d.Context.Details["path"] == "planted" && d.AuditSeq > 0 {
+			planted++
+		}
+	}
+	if planted < 2 {
+		t.Fatalf("denials of the planted link: %+v", dp.Denials)
 	}
 }
 
@@ -202,6 +228,14 @@ func TestWorkspaceNeedsGrants(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(res.Output, w) {
 					t.Errorf("output lacks %q:\n%s", w, res.Output)
+				}
+			}
+			if tc.code == "" {
+				// The writes the read-only mount refused are denials of
+				// the grant the person did not give.
+				page, err := f.st.ListDenials(context.Background(), store.DenialFilter{AgentID: prof.AgentID, Code: mediator.CodePermissionNotGranted})
+				if err != nil || len(page.Denials) == 0 || page.Denials[0].Context.Details["decidedBy"] != "grant:workspace.write" || page.Denials[0].AuditSeq == 0 {
+					t.Fatalf("denials of the writes %+v, %v", page.Denials, err)
 				}
 			}
 			if b, _ := os.ReadFile(mine); string(b) != "the person's" {

@@ -33,6 +33,11 @@ type Hooks struct {
 	// not empty), nor for a change Change refused, which the caller has
 	// recorded already.
 	Refused func(op, name string, err error)
+	// Read is called before a name is opened for reading only (a file
+	// or a directory to list), with the cleaned name: it decides and
+	// records the read, and a non-nil error refuses it (the guest sees
+	// EPERM; the caller has recorded the refusal). nil reads freely.
+	Read func(name string) error
 }
 
 // SysFS is the workspace as a WASI file system for wazero: every name
@@ -161,6 +166,11 @@ func (s *sysFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMo
 		}
 	}
 	if f == nil {
+		if !writes && s.hooks.Read != nil {
+			if err := s.hooks.Read(c); err != nil {
+				return nil, experimentalsys.EPERM // refused by the policy, which recorded it
+			}
+		}
 		var err error
 		if f, err = s.w.openFile(name, c, osFlag); err != nil {
 			return nil, s.refused("open", name, err)

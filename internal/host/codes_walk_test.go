@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/workspace"
 )
 
 // codeScenario is one row of the walk: a reason code, the entry point
@@ -252,6 +253,13 @@ func refusalScenarios() []codeScenario {
 			w.h.mustOK("set-session", map[string]any{"sessionId": "low one", "level": "low"}, nil)
 			w.h.mustOK("install-agent", map[string]any{"profile": pyProfile("py-raise", []string{"console.log"}), "module": pySource}, nil)
 			w.h.call("python-run", map[string]any{"agentId": "py-raise", "sessionId": "low one", "sessionLevel": "high"})
+		}},
+		{code: mediator.CodeQuotaExceeded, entry: "agent-call shell, in a workspace of 16 bytes", scenario: func(w *walk) {
+			small := newHarnessWith(w.t, true, store.Options{WorkspaceLimits: workspace.Limits{MaxBytes: 16}})
+			runID, _ := openPythonRun(small, "py-full", []string{"shell", "workspace.read", "workspace.write"})
+			small.call("agent-call", map[string]any{"runId": runID, "agentId": "py-full", "operation": "shell",
+				"params": map[string]any{"command": "echo this line is longer than sixteen bytes > full.txt"}})
+			w.st = small.st
 		}},
 		{code: mediator.CodeRevokedByUser, entry: "network-fetch", scenario: func(w *walk) {
 			w.h.mustOK("revoke", map[string]any{"agentId": "revoked", "permission": "network.fetch"}, nil)

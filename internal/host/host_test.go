@@ -36,7 +36,13 @@ type harness struct {
 
 func newHarness(t *testing.T, allowed bool, with ...func(*Options)) *harness {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	return newHarnessWith(t, allowed, store.Options{}, with...)
+}
+
+// newHarnessWith is newHarness over a store opened with so.
+func newHarnessWith(t *testing.T, allowed bool, so store.Options, with ...func(*Options)) *harness {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), so)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/workspace"
 )
 
 // DBFileName is the name of the database file inside the data directory.
@@ -120,6 +121,10 @@ type Options struct {
 	// install exhaust memory or disk.
 	MaxModuleBytes int64
 
+	// WorkspaceLimits are every session workspace's quotas; the zero
+	// value takes workspace's defaults (64 MiB, 10,000 entries).
+	WorkspaceLimits workspace.Limits
+
 	// synchronousNormal trades durability for speed; only the benchmark that
 	// measures the cost of synchronous=FULL sets it.
 	synchronousNormal bool
@@ -134,6 +139,7 @@ type Store struct {
 	modDir string
 	now    func() time.Time
 	maxMod int64
+	wsLim  workspace.Limits // Options.WorkspaceLimits
 
 	busyTimeout time.Duration // how long setWAL retries; Options.BusyTimeout
 
@@ -217,6 +223,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		modDir: filepath.Join(abs, "modules"),
 		now:    opts.Now,
 		maxMod: opts.MaxModuleBytes,
+		wsLim:  opts.WorkspaceLimits,
 
 		busyTimeout: opts.BusyTimeout,
 	}

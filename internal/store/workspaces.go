@@ -148,5 +148,5 @@ func (s *Store) OpenWorkspace(id string) (*workspace.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return workspace.Open(root, workspace.Limits{})
+	return workspace.Open(root, s.wsLim)
 }

@@ -400,8 +400,11 @@ func grantDenial(op Operation, rule OperationRule, f decisionFacts) (PolicyDecis
 		}
 		return PolicyDecision{}, true
 	}
+	// A profile that names no set (one stored before sets existed) is
+	// bounded by the set its run inferred, at link time, as its other
+	// permissions are; the grants below still decide.
 	r, named := SetRule(f.set.Set)
-	if !named || !WorkspaceCovers(r.Workspace, need) {
+	if f.set.Set != "" && (!named || !WorkspaceCovers(r.Workspace, need)) {
 		return denied(rule.Class, CodePermissionOutsideSet, "set:"+string(f.set.Set),
 			fmt.Sprintf("%s needs %s access to the workspace; the agent's permission set %s gives %s", op.Name, need, orNone(string(f.set.Set)), orNone(string(r.Workspace)))), false
 	}

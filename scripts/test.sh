@@ -62,9 +62,11 @@ go tool staticcheck -tags e2e ./e2e
 
 current="core imports no storage"; phase "$current"
 # The decision vocabulary and the network layer must build without SQLite.
-if go list -deps ./mediator ./netproxy ./netproxy/agentfetch ./wasmhost | grep -q sqlite; then
+# The audit trail's verifier (auditlog) checks proofs with the verifier
+# key alone: it must build without SQLite too.
+if go list -deps ./mediator ./netproxy ./netproxy/agentfetch ./wasmhost ./auditlog | grep -q sqlite; then
   echo "test.sh: a core package pulls in SQLite:" >&2
-  go list -deps ./mediator ./netproxy ./netproxy/agentfetch ./wasmhost | grep sqlite >&2
+  go list -deps ./mediator ./netproxy ./netproxy/agentfetch ./wasmhost ./auditlog | grep sqlite >&2
   exit 1
 fi
 

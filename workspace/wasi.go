@@ -166,7 +166,9 @@ func (s *sysFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMo
 		}
 	}
 	if f == nil {
-		if !writes && s.hooks.Read != nil {
+		// The workspace's own root is opened by the runtime itself (the
+		// preopen every guest gets), not by a read the guest asked for.
+		if !writes && s.hooks.Read != nil && c != "." {
 			if err := s.hooks.Read(c); err != nil {
 				return nil, experimentalsys.EPERM // refused by the policy, which recorded it
 			}

@@ -10,7 +10,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/auditlog"
 )
 
 // The audit log's commands: each takes the arguments after its own
@@ -123,7 +123,7 @@ func runAuditVerifyCheckpoint(ctx context.Context, env Env) error {
 }
 
 // runAuditProve: nmhost audit prove SEQ. Prints the proof that record SEQ
-// is in the log, as JSON (store.AuditProof) that anyone with the verifier
+// is in the log, as JSON (auditlog.Proof) that anyone with the verifier
 // key can check (nmhost audit check-proof, or tlog and note directly).
 func runAuditProve(ctx context.Context, env Env) error {
 	args, err := parse(specFor("audit prove"), flag.NewFlagSet("audit prove", flag.ContinueOnError), env)
@@ -173,7 +173,7 @@ func runAuditCheckProof(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	p, tree, err := store.CheckAuditProof(b, vkey)
+	p, tree, err := auditlog.CheckProof(b, vkey)
 	if err != nil {
 		fmt.Fprintf(env.Stdout, "NOT PROVED: %v\n", err)
 		return errAuditBroken

@@ -1,62 +1,25 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/agentgate/nmhost/auditlog"
 	"github.com/agentgate/nmhost/mediator"
 )
 
-// MaxAuditCheckpointBytes bounds a checkpoint handed in to be checked: a
-// signed tree head is about 250 bytes (three tree lines, the time, one
-// signature), so anything this large is not one.
-const MaxAuditCheckpointBytes = 4 << 10
+// MaxAuditCheckpointBytes bounds a checkpoint handed in to be checked
+// (auditlog.MaxCheckpointBytes).
+const MaxAuditCheckpointBytes = auditlog.MaxCheckpointBytes
 
-// checkpointTimePrefix starts the line a checkpoint carries after the tree
-// head: when it was signed, UTC, in milliseconds.
-const checkpointTimePrefix = "time "
-
-func checkpointTimeLine(at time.Time) string {
-	return checkpointTimePrefix + at.UTC().Format("2006-01-02T15:04:05.000Z") + "\n"
-}
-
-// CheckpointTime returns when a checkpoint was signed, from its time line;
-// false when it has none (checkpoints signed before the line existed) or
-// the text is not a checkpoint. It does not check the signature: use it on
-// checkpoints this store signed or CheckAuditCheckpoint accepted.
-func CheckpointTime(signed []byte) (time.Time, bool) {
-	text, _, ok := bytes.Cut(signed, []byte("\n\n"))
-	if !ok {
-		return time.Time{}, false
-	}
-	return checkpointTime(string(text) + "\n")
-}
-
-// checkpointTime reads the time line of a note's text: the fourth line.
-func checkpointTime(text string) (time.Time, bool) {
-	lines := strings.SplitN(text, "\n", 5)
-	if len(lines) < 5 {
-		return time.Time{}, false
-	}
-	v, ok := strings.CutPrefix(lines[3], checkpointTimePrefix)
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return t, true
-}
+// CheckpointTime returns when a checkpoint was signed (auditlog.CheckpointTime).
+func CheckpointTime(signed []byte) (time.Time, bool) { return auditlog.CheckpointTime(signed) }
 
 // AuditExtension is what CheckAuditCheckpoint found: the log holds every
 // record the kept checkpoint signed, unchanged, and possibly more.
@@ -89,11 +52,9 @@ type AuditExtension struct {
 // VerifyAudit with the same checkpoint is the thorough check: it reads
 // every record (`nmhost audit verify --checkpoint`).
 func (s *Store) CheckAuditCheckpoint(ctx context.Context, cp []byte) (AuditExtension, error) {
-	switch {
-	case len(cp) == 0:
-		return AuditExtension{}, mediator.Errorf(mediator.CodeBadRequest, "no checkpoint given")
-	case len(cp) > MaxAuditCheckpointBytes:
-		return AuditExtension{}, mediator.Errorf(mediator.CodeTooLarge, "a checkpoint is at most %d bytes, not %d", MaxAuditCheckpointBytes, len(cp))
+	if len(cp) > MaxAuditCheckpointBytes || len(cp) == 0 {
+		_, _, err := auditlog.Open(cp, nil, "")
+		return AuditExtension{}, err
 	}
 	key, err := s.auditKey(false)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -102,24 +63,11 @@ func (s *Store) CheckAuditCheckpoint(ctx context.Context, cp []byte) (AuditExten
 	if err != nil {
 		return AuditExtension{}, err
 	}
-	n, err := note.Open(cp, note.VerifierList(key.verifier))
+	old, oldTime, err := auditlog.Open(cp, key.verifier, key.vkey)
 	if err != nil {
-		var unverified *note.UnverifiedNoteError
-		var invalid *note.InvalidSignatureError
-		switch {
-		case errors.As(err, &unverified):
-			return AuditExtension{}, mediator.Errorf(mediator.CodeAuditBadSignature, "the checkpoint is signed by another key, not this log's (%s): it was made elsewhere, or the key was replaced", key.vkey)
-		case errors.As(err, &invalid):
-			return AuditExtension{}, mediator.Errorf(mediator.CodeAuditBadSignature, "the checkpoint's signature does not verify with this log's key (%s): the checkpoint was altered", key.vkey)
-		}
-		return AuditExtension{}, mediator.Errorf(mediator.CodeBadRequest, "the checkpoint is not a signed note")
+		return AuditExtension{}, err
 	}
-	old, err := tlog.ParseTree([]byte(n.Text))
-	if err != nil {
-		return AuditExtension{}, mediator.Errorf(mediator.CodeBadRequest, "the checkpoint is signed but is not a tree head")
-	}
-	ext := AuditExtension{OldSize: old.N}
-	ext.OldTime, _ = checkpointTime(n.Text)
+	ext := AuditExtension{OldSize: old.N, OldTime: oldTime}
 	err = s.readSnapshot(ctx, "check audit checkpoint", func(q querier) error {
 		size, err := s.checkLogEnds(ctx, q, old.N)
 		if err != nil {
@@ -130,21 +78,8 @@ func (s *Store) CheckAuditCheckpoint(ctx context.Context, cp []byte) (AuditExten
 		if err != nil {
 			return err
 		}
-		oldRoot, err := tlog.TreeHash(old.N, hr)
-		if err != nil {
+		if err := auditlog.CheckExtends(old, size, root, hr); err != nil {
 			return err
-		}
-		if oldRoot != old.Hash {
-			return mediator.Errorf(mediator.CodeAuditInconsistent, "the log's first %d records are not the ones the checkpoint signed (head %s, now %s): records among 1-%d were rewritten since", old.N, old.Hash, oldRoot, old.N)
-		}
-		if old.N > 0 && old.N < size {
-			proof, err := tlog.ProveTree(size, old.N, hr)
-			if err != nil {
-				return err
-			}
-			if tlog.CheckTree(proof, size, root, old.N, old.Hash) != nil {
-				return mediator.Errorf(mediator.CodeAuditInconsistent, "the log of %d records does not extend the checkpoint of %d: its stored hashes were rewritten", size, old.N)
-			}
 		}
 		ext.Time = s.now()
 		ext.Size = size

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -210,30 +209,6 @@ func TestCheckAuditCheckpointReadsTheEndsOnly(t *testing.T) {
 	}
 	if rep, err := s.VerifyAudit(ctx, cp); err != nil || rep.OK {
 		t.Fatalf("VerifyAudit missed the edit: %+v %v", rep, err)
-	}
-}
-
-func TestCheckpointTime(t *testing.T) {
-	at := time.Date(2026, 11, 23, 11, 20, 34, 123_000_000, time.UTC)
-	text := string(tlog.FormatTree(tlog.Tree{N: 1})) + checkpointTimeLine(at)
-	cases := []struct {
-		name   string
-		signed string
-		ok     bool
-	}{
-		{"with a time", text + "\n— sig\n", true},
-		{"no time line", string(tlog.FormatTree(tlog.Tree{N: 1})) + "\n— sig\n", false},
-		{"time not a time", strings.Replace(text, "2026", "year", 1) + "\n— sig\n", false},
-		{"not a note", text, false},
-		{"empty", "", false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, ok := CheckpointTime([]byte(c.signed))
-			if ok != c.ok || (ok && !got.Equal(at)) {
-				t.Fatalf("CheckpointTime = %s %v; want %v", got, ok, c.ok)
-			}
-		})
 	}
 }
 

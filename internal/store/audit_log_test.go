@@ -9,6 +9,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/agentgate/nmhost/auditlog"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -72,7 +73,7 @@ func TestAuditCheckpointsAndProofs(t *testing.T) {
 				t.Fatalf("prove %d of %d: %v", seq, size, err)
 			}
 			b, _ := json.Marshal(p)
-			if _, got, err := CheckAuditProof(b, vkey); err != nil || got.N != size || got.Hash != root {
+			if _, got, err := auditlog.CheckProof(b, vkey); err != nil || got.N != size || got.Hash != root {
 				t.Fatalf("proof %d of %d: %v (%+v)\n%s", seq, size, err, got, b)
 			}
 		}
@@ -120,18 +121,18 @@ func TestCheckAuditProofRefusesForgeries(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		edit  func(p *AuditProof)
+		edit  func(p *auditlog.Proof)
 		vkey  string
 		wrong string
 	}{
-		{"record edited", func(p *AuditProof) { p.Record = strings.Replace(p.Record, `"allowed":false`, `"allowed":true`, 1) }, vkey, "not proved"},
-		{"another position", func(p *AuditProof) { p.Seq = 4 }, vkey, "not proved"},
-		{"path hash changed", func(p *AuditProof) { p.Proof[0][0] ^= 1 }, vkey, "not proved"},
-		{"path shortened", func(p *AuditProof) { p.Proof = p.Proof[1:] }, vkey, "not proved"},
-		{"checkpoint text changed", func(p *AuditProof) { p.Checkpoint = strings.Replace(p.Checkpoint, "\n6\n", "\n7\n", 1) }, vkey, "not signed"},
-		{"another verifier key", func(*AuditProof) {}, otherKey, "not signed"},
-		{"beyond the checkpoint", func(p *AuditProof) { p.Seq = 7 }, vkey, "outside"},
-		{"other format", func(p *AuditProof) { p.Format = "nmhost-audit-proof/0" }, vkey, "format"},
+		{"record edited", func(p *auditlog.Proof) { p.Record = strings.Replace(p.Record, `"allowed":false`, `"allowed":true`, 1) }, vkey, "not proved"},
+		{"another position", func(p *auditlog.Proof) { p.Seq = 4 }, vkey, "not proved"},
+		{"path hash changed", func(p *auditlog.Proof) { p.Proof[0][0] ^= 1 }, vkey, "not proved"},
+		{"path shortened", func(p *auditlog.Proof) { p.Proof = p.Proof[1:] }, vkey, "not proved"},
+		{"checkpoint text changed", func(p *auditlog.Proof) { p.Checkpoint = strings.Replace(p.Checkpoint, "\n6\n", "\n7\n", 1) }, vkey, "not signed"},
+		{"another verifier key", func(*auditlog.Proof) {}, otherKey, "not signed"},
+		{"beyond the checkpoint", func(p *auditlog.Proof) { p.Seq = 7 }, vkey, "outside"},
+		{"other format", func(p *auditlog.Proof) { p.Format = "nmhost-audit-proof/0" }, vkey, "format"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -139,7 +140,7 @@ func TestCheckAuditProofRefusesForgeries(t *testing.T) {
 			q.Proof = append(tlog.RecordProof(nil), p.Proof...)
 			c.edit(&q)
 			b, _ := json.Marshal(q)
-			if _, _, err := CheckAuditProof(b, c.vkey); err == nil || !strings.Contains(err.Error(), c.wrong) {
+			if _, _, err := auditlog.CheckProof(b, c.vkey); err == nil || !strings.Contains(err.Error(), c.wrong) {
 				t.Fatalf("forged proof: %v; want an error saying %q", err, c.wrong)
 			}
 		})
@@ -147,7 +148,7 @@ func TestCheckAuditProofRefusesForgeries(t *testing.T) {
 	t.Run("unknown member", func(t *testing.T) {
 		b, _ := json.Marshal(p)
 		b = append(b[:len(b)-1], `,"extra":1}`...)
-		if _, _, err := CheckAuditProof(b, vkey); err == nil {
+		if _, _, err := auditlog.CheckProof(b, vkey); err == nil {
 			t.Fatal("a proof with an unknown member was accepted")
 		}
 	})

@@ -7,12 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/agentgate/nmhost/auditlog"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -176,43 +175,18 @@ func (s *Store) checkCheckpoint(ctx context.Context, q querier, rep *AuditReport
 	if err != nil {
 		return err
 	}
-	n, err := note.Open(cp, note.VerifierList(key.verifier))
+	tree, _, err := auditlog.Open(cp, key.verifier, key.vkey)
 	if err != nil {
-		var unverified *note.UnverifiedNoteError
-		var invalid *note.InvalidSignatureError
-		switch {
-		case errors.As(err, &unverified):
-			var by []string
-			for _, sig := range unverified.Note.UnverifiedSigs {
-				by = append(by, fmt.Sprintf("%s+%08x", sig.Name, sig.Hash))
-			}
-			return fail(0, "the checkpoint is signed by another key (%s), not this log's (%s): it was made elsewhere, or the key was replaced",
-				strings.Join(by, ", "), key.vkey)
-		case errors.As(err, &invalid):
-			return fail(0, "the checkpoint's signature does not verify with this log's key (%s): the checkpoint was altered", key.vkey)
-		}
-		return fail(0, "the checkpoint is not a signed note: %v", err)
+		return fail(0, "%s", mediator.MessageOf(err))
 	}
-	tree, err := tlog.ParseTree([]byte(n.Text))
-	if err != nil {
-		return fail(0, "the checkpoint is signed but is not a tree head: %v", err)
-	}
-	size := rep.Records
-	switch {
-	case tree.N > size:
-		return fail(size+1, "the log has %d records but the checkpoint signed %d: records %d-%d were removed since (truncated)", size, tree.N, size+1, tree.N)
-	case tree.N == 0:
-		if empty, _ := tlog.TreeHash(0, nil); tree.Hash != empty {
-			return fail(0, "the checkpoint signs an empty log with a non-empty head")
+	if err := auditlog.CheckExtends(tree, rep.Records, root, dbHashes{ctx, q}); err != nil {
+		switch mediator.CodeOf(err) {
+		case mediator.CodeAuditTruncated:
+			return fail(rep.Records+1, "%s (truncated)", mediator.MessageOf(err))
+		case mediator.CodeAuditInconsistent:
+			return fail(0, "%s: records were edited, removed or reordered, every hash recomputed, since it was signed", mediator.MessageOf(err))
 		}
-	default:
-		proof, err := tlog.ProveTree(size, tree.N, dbHashes{ctx, q})
-		if err != nil {
-			return storeErr("verify audit", err)
-		}
-		if tlog.CheckTree(proof, size, root, tree.N, tree.Hash) != nil {
-			return fail(0, "the log does not extend the checkpoint of %d records (head %s): records among 1-%d were rewritten (edited, removed or reordered, every hash recomputed) since it was signed", tree.N, tree.Hash, tree.N)
-		}
+		return storeErr("verify audit", err)
 	}
 	rep.Checkpoint = tree.N
 	return nil

@@ -60,8 +60,9 @@ func TestParseEntryRefusals(t *testing.T) {
 		{"co.uk", "public suffix"},
 		{"github.io", "public suffix"},
 		{"*.github.io", "public suffix"},
-		{"https://example.com/", "is a URL"},
-		{"example.com/x", "path"},
+		{"https://example.com/", `write "https://example.com"`},
+		{"https://example.com/x", "a path is not allowed"},
+		{"example.com/x", "a path is not allowed"},
 		{"me@example.com", "user information"},
 		{"", "is empty"},
 	}

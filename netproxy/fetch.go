@@ -253,7 +253,7 @@ func (f *Fetcher) roundTrip(ctx context.Context, acl *ACL, t Target, method stri
 	if f.proxyAddr != "" {
 		// Through a proxy the dialer never sees the target; check our own
 		// resolution of it so that at least static tricks are refused.
-		if _, err := f.resolveChecked(ctx, acl, t.Host, t.Port); err != nil {
+		if _, err := f.resolveChecked(ctx, acl, schemeOf(t.Scheme), t.Host, t.Port); err != nil {
 			return nil, err
 		}
 	}
@@ -272,7 +272,7 @@ func (f *Fetcher) roundTrip(ctx context.Context, acl *ACL, t Target, method stri
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	return f.transport.RoundTrip(r.WithContext(ctx))
+	return f.transport.RoundTrip(r.WithContext(context.WithValue(ctx, schemeKey{}, schemeOf(t.Scheme))))
 }
 
 // fetchErr turns a transport error into a denial (as raised by the dialer),

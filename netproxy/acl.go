@@ -286,6 +286,11 @@ type Target struct {
 	Localhost    bool       // the host is localhost: 127.0.0.1 and ::1, no DNS
 	AllowPrivate bool       // matched by a literal or localhost entry: loopback/private permitted
 	Entry        string     // the allowedHosts entry that matched
+
+	// sendPath is the path exactly as the URL wrote it, when it holds a
+	// '%' that starts no escape ("/100%"): URL carries it as "%25", and the
+	// request sends it as written, as a browser does.
+	sendPath string
 }
 
 // HostPort is the host and port in dialable form ("[::1]:443").
@@ -332,7 +337,7 @@ func (a *ACL) Check(rawURL string) (Target, mediator.Decision) {
 		// connection attempt. Only address classes that no listing can
 		// unlock remain (metadata, unspecified, multicast, broadcast).
 		if cls := ClassifyAddr(t.Addr); !cls.allowedWith(t.AllowPrivate) {
-			return Target{}, deny(mediator.CodePrivateAddress, "address %s is %s and may not be fetched", t.Addr, cls.describe())
+			return Target{}, deny(mediator.CodePrivateAddress, "address %s is %s and may not be fetched%s", t.Addr, cls.describe(), cls.neverWhy())
 		}
 	}
 	if !plain(t.Host) || !plain(t.Entry) {
@@ -390,8 +395,25 @@ func parseURL(raw string) (Target, mediator.Decision) {
 		return Target{}, deny(mediator.CodeNonCanonicalHost, "the host is percent-encoded; write it plainly")
 	}
 	u, err := url.Parse(raw)
+	var sendPath string
 	if err != nil {
-		return Target{}, deny(mediator.CodeInvalidURL, "the URL does not parse")
+		// WHATWG keeps a '%' that starts no escape ("/100%", "#50%") as
+		// written, where net/url refuses the URL. The authority is already
+		// read (and has no '%'), so only the path and fragment of a copy are
+		// escaped; the host net/url reads is then checked as for any URL.
+		prefix := len(scheme) + 1 + 2 + len(authority)
+		tail, path, ok := escapeStrayPercent(raw[prefix:])
+		if !ok {
+			return Target{}, deny(mediator.CodeInvalidURL, "the URL does not parse")
+		}
+		if u, err = url.Parse(raw[:prefix] + tail); err != nil {
+			return Target{}, deny(mediator.CodeInvalidURL, "the URL does not parse")
+		}
+		// A path starting "//" would read as an authority in the request
+		// line; it is sent escaped instead.
+		if path != "" && !strings.HasPrefix(path, "//") {
+			sendPath = path
+		}
 	}
 	// Our reading of the authority and net/url's must agree exactly, or
 	// the host we check is not the host that would be contacted.
@@ -444,7 +466,59 @@ func parseURL(raw string) (Target, mediator.Decision) {
 	}
 	u.Scheme = scheme
 	t.URL = u
+	t.sendPath = sendPath
 	return t, mediator.Allow("")
+}
+
+// escapeStrayPercent escapes, in the path and fragment of a URL's tail
+// (what follows the authority), each '%' not followed by two hex digits,
+// which is what WHATWG keeps as written and net/url refuses. The query is
+// left alone: net/url keeps it raw. It returns the new tail, the path as
+// written when the path had such a '%' (else ""), and whether anything
+// changed.
+func escapeStrayPercent(tail string) (string, string, bool) {
+	end := len(tail)
+	if i := strings.IndexAny(tail, "?#"); i >= 0 {
+		end = i
+	}
+	path, pathChanged := escapeStray(tail[:end])
+	rest := tail[end:]
+	frag := ""
+	if i := strings.IndexByte(rest, '#'); i >= 0 {
+		rest, frag = rest[:i], rest[i:]
+	}
+	frag, fragChanged := escapeStray(frag)
+	if !pathChanged && !fragChanged {
+		return tail, "", false
+	}
+	written := ""
+	if pathChanged {
+		written = tail[:end]
+	}
+	return path + rest + frag, written, true
+}
+
+func escapeStray(s string) (string, bool) {
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && (i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2])) {
+			if !changed {
+				b.Grow(len(s) + 8)
+				b.WriteString(s[:i])
+				changed = true
+			}
+			b.WriteString("%25")
+			continue
+		}
+		if changed {
+			b.WriteByte(s[i])
+		}
+	}
+	if !changed {
+		return s, false
+	}
+	return b.String(), true
 }
 
 // splitScheme splits "scheme:rest" per RFC 3986 (ALPHA *( ALPHA / DIGIT /

@@ -258,6 +258,14 @@ func (f *Fetcher) roundTrip(ctx context.Context, acl *ACL, t Target, method stri
 		}
 	}
 	u := *t.URL
+	if t.sendPath != "" {
+		// The path goes on the wire as the URL wrote it (see Target);
+		// through a proxy, plain http needs the absolute form.
+		u.Opaque, u.RawPath = t.sendPath, ""
+		if f.proxyAddr != "" && t.Scheme == "http" {
+			u.Opaque = "//" + u.Host + t.sendPath
+		}
+	}
 	r := &http.Request{
 		Method:     method,
 		URL:        &u,
@@ -338,6 +346,13 @@ func nextHop(acl *ACL, cur *url.URL, loc string) (Target, string, mediator.Decis
 			abs = cur.Scheme + ":" + loc
 		} else {
 			ref, err := url.Parse(loc)
+			if err != nil {
+				// A relative Location with a stray '%' resolves like any
+				// other; the '%' is then carried escaped.
+				if tail, _, ok := escapeStrayPercent(loc); ok {
+					ref, err = url.Parse(tail)
+				}
+			}
 			if err != nil {
 				return Target{}, loc, deny(mediator.CodeInvalidURL, "the redirect's Location does not parse")
 			}

@@ -167,3 +167,16 @@ func TestNewACL(t *testing.T) {
 		}
 	})
 }
+
+// TestEntryLenFitsProfile: the longest entry ParseEntry accepts passes the
+// profile's own length bound, so no valid entry is refused at install for
+// its length alone.
+func TestEntryLenFitsProfile(t *testing.T) {
+	if MaxEntryLen > mediator.MaxAllowedHostLen {
+		t.Fatalf("netproxy.MaxEntryLen %d > mediator.MaxAllowedHostLen %d", MaxEntryLen, mediator.MaxAllowedHostLen)
+	}
+	long := "!https://*." + strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 57) + ".com:65535"
+	if _, err := ParseEntry(long); err != nil {
+		t.Fatalf("ParseEntry of a %d-byte entry: %v", len(long), err)
+	}
+}

@@ -412,7 +412,7 @@ func parseURL(raw string) (Target, mediator.Decision) {
 		// A path starting "//" would read as an authority in the request
 		// line; it is sent escaped instead.
 		if path != "" && !strings.HasPrefix(path, "//") {
-			sendPath = path
+			sendPath = wirePath(path)
 		}
 	}
 	// Our reading of the authority and net/url's must agree exactly, or
@@ -496,6 +496,25 @@ func escapeStrayPercent(tail string) (string, string, bool) {
 		written = tail[:end]
 	}
 	return path + rest + frag, written, true
+}
+
+// wirePath is a path as a browser sends it: every '%' as written, and the
+// bytes WHATWG's path percent-encode set names (non-ASCII, '"', '<', '>',
+// '`', '{', '}') encoded. Controls, spaces and '\\' never get here.
+func wirePath(p string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c >= 0x80 || c == '"' || c == '<' || c == '>' || c == '`' || c == '{' || c == '}':
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func escapeStray(s string) (string, bool) {

@@ -139,5 +139,8 @@ func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, err
 	if f.dialHook != nil {
 		return f.dialHook(ctx, network, addr)
 	}
+	if f.cfg.Dial != nil {
+		return f.cfg.Dial(ctx, network, addr)
+	}
 	return f.dialer.DialContext(ctx, network, addr)
 }

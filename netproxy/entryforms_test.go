@@ -418,3 +418,32 @@ func TestWHATWGDivergences(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigDial: Config.Dial gets every connect, as a checked address and
+// never a name, and a refusal there ends the fetch without reaching
+// anything.
+func TestConfigDial(t *testing.T) {
+	srv := newCanary(t, nil)
+	var dials []string
+	f := New(Config{Resolver: newResolver("pub.test", "93.184.216.34"), Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials = append(dials, addr)
+		if addr == hostPortOf(srv) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+		return nil, io.ErrClosedPipe
+	}})
+	t.Cleanup(f.CloseIdleConnections)
+	if _, err := f.Fetch(context.Background(), mustACL(t, hostPortOf(srv)), get(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Fetch(context.Background(), mustACL(t, "pub.test"), get("http://pub.test:"+srv.port+"/")); err == nil || IsDenial(err) {
+		t.Fatalf("err %v, want the dial's failure", err)
+	}
+	if strings.Join(dials, " ") != hostPortOf(srv)+" 93.184.216.34:"+srv.port {
+		t.Fatalf("dials %q", dials)
+	}
+	if srv.hits.Load() != 1 {
+		t.Fatalf("canary hits %d, want 1", srv.hits.Load())
+	}
+}

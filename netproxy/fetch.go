@@ -58,6 +58,11 @@ type Config struct {
 	// MaxResponseBytes plus room for small ones, so that the host's peak
 	// memory stays bounded whatever mix of fetches runs at once.
 	MaxBufferedBytes int64
+	// Dial replaces the final connect, which only ever gets an address the
+	// Fetcher has resolved and checked ("127.0.0.1:8080", never a name).
+	// Default nil: a net.Dialer. `nmhost check` sets it so that, whatever
+	// a rule does, nothing but its own loopback servers can be reached.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Defaults, see Config.

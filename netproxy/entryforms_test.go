@@ -447,3 +447,29 @@ func TestConfigDial(t *testing.T) {
 		t.Fatalf("canary hits %d, want 1", srv.hits.Load())
 	}
 }
+
+// TestFetchSchemeEntryReachesDialer: an "https://" literal or range entry
+// lets an https fetch through the dialer's own check too, which proves the
+// scheme reaches the dial (without it the dialer would refuse: an unknown
+// scheme matches only entries for either scheme); the same server over
+// plain http is refused before anything is sent.
+func TestFetchSchemeEntryReachesDialer(t *testing.T) {
+	srv := newTLSCanary(t, echo)
+	f, g := newTestFetcher(t, Config{RootCAs: rootsOf(srv)})
+	ctx := context.Background()
+	for _, entry := range []string{"https://" + hostPortOf(srv), "https://127.0.0.0/8:" + srv.port, "https://127.0.0.0/8"} {
+		t.Run(entry, func(t *testing.T) {
+			f.CloseIdleConnections() // each entry's dial is checked afresh
+			resp, err := f.Fetch(ctx, mustACL(t, entry), get(srv.URL+"/s"))
+			if err != nil || string(resp.Body) != "GET /s " {
+				t.Fatalf("%v", err)
+			}
+		})
+	}
+	before := g.count()
+	_, err := f.Fetch(ctx, mustACL(t, "https://"+hostPortOf(srv)), get("http://"+hostPortOf(srv)+"/"))
+	wantDeny(t, err, mediator.CodeHostNotAllowed, 0)
+	if g.count() != before {
+		t.Fatal("a refused fetch dialled")
+	}
+}

@@ -62,6 +62,9 @@ func runCheck(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
+	if err := datadir.CheckPrivate(dir); err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp("", "nmhost-check-")
 	if err != nil {
 		return err
@@ -111,6 +114,12 @@ func runCheck(ctx context.Context, env Env) error {
 			want: "only the check's own loopback servers are ever dialled", got: "refused by the check's dialler"})
 	}
 
+	return printCheck(env.Stdout, agentID, level, results)
+}
+
+// printCheck prints one line per rule and the summary, and fails when a
+// rule did not fire.
+func printCheck(w io.Writer, agentID, level string, results []checkResult) error {
 	failed, skipped := 0, 0
 	for _, r := range results {
 		mark := "ok  "
@@ -126,9 +135,9 @@ func runCheck(ctx context.Context, env Env) error {
 		if r.skip != "" {
 			line = fmt.Sprintf("%s %-9s %s: %s", mark, r.class, r.tried, r.skip)
 		}
-		fmt.Fprintln(env.Stdout, mediator.EscapeTerminal(line))
+		fmt.Fprintln(w, mediator.EscapeTerminal(line))
 	}
-	fmt.Fprintf(env.Stdout, "%s: %d rules fired, %d did not, %d skipped (level %s; nothing of yours was written)\n",
+	fmt.Fprintf(w, "%s: %d rules fired, %d did not, %d skipped (level %s; nothing of yours was written)\n",
 		mediator.EscapeTerminal(agentID), len(results)-failed-skipped, failed, skipped, level)
 	if failed > 0 {
 		return errCheckFailed

@@ -310,13 +310,19 @@ const (
 	minAllowBits6 = 7
 )
 
+// notRangeErr refuses a '/' after something that is not an address: most
+// likely a pasted URL with a path.
+func notRangeErr(raw, host string) error {
+	return entryErr(raw, "has a '/' but %q is not an address: a path is not allowed; write only the host, e.g. %q (a '/' belongs only in an address range such as \"10.0.0.0/8\")", truncURL(host), truncURL(host))
+}
+
 // parseRange parses "a.b.c.d/n", "[v6]/n", bare "v6/n", each optionally
 // followed by ":port". s has had "!" and the scheme removed.
 func parseRange(raw, s string, e Entry) (Entry, error) {
 	addrText, rest, _ := strings.Cut(s, "/")
 	if strings.HasPrefix(addrText, "[") {
 		if !strings.HasSuffix(addrText, "]") {
-			return Entry{}, entryErr(raw, "has a misplaced bracket; write an IPv6 range as \"[fd00::]/8\"")
+			return Entry{}, entryErr(raw, "has a misplaced bracket; write an IPv6 range bracketed, e.g. \"[fd00::]/8\"")
 		}
 		addrText = addrText[1 : len(addrText)-1]
 	}
@@ -325,7 +331,7 @@ func parseRange(raw, s string, e Entry) (Entry, error) {
 	if strings.Contains(addrText, ":") {
 		v, err := netip.ParseAddr(addrText)
 		if err != nil || v.Zone() != "" {
-			return Entry{}, entryErr(raw, "has a '/' but %q is not an address; a '/' belongs only in an address range such as \"10.0.0.0/8\" or \"[fd00::]/8\" (a path is not allowed)", truncURL(addrText))
+			return Entry{}, notRangeErr(raw, addrText)
 		}
 		a = v
 	} else {
@@ -336,7 +342,7 @@ func parseRange(raw, s string, e Entry) (Entry, error) {
 		case he == nil && cn.addr.IsValid():
 			a = cn.addr
 		default:
-			return Entry{}, entryErr(raw, "has a '/' but %q is not an address; a '/' belongs only in an address range such as \"10.0.0.0/8\" or \"[fd00::]/8\" (a path is not allowed)", truncURL(addrText))
+			return Entry{}, notRangeErr(raw, addrText)
 		}
 	}
 	bits, err := strconv.ParseUint(bitsText, 10, 8)

@@ -119,6 +119,10 @@ func TestEntryFixtures(t *testing.T) {
 					if mediator.CodeOf(err) != mediator.CodeInvalidAllowedHost {
 						t.Fatalf("%q: code %s, want %s", r.quoted, mediator.CodeOf(err), mediator.CodeInvalidAllowedHost)
 					}
+					// Every refusal says what would be accepted instead.
+					if m := err.Error(); !strings.Contains(m, "e.g.") && !strings.Contains(m, `write "`) && !strings.Contains(m, "list ") {
+						t.Fatalf("%q: error %q does not say what would be accepted", r.quoted, m)
+					}
 				}
 			default:
 				t.Fatalf("bad want %q", r.word)

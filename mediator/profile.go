@@ -64,7 +64,7 @@ const (
 const (
 	MaxAgentIDLen       = 128
 	MaxAllowedHosts     = 10000
-	MaxAllowedHostLen   = 260
+	MaxAllowedHostLen   = 270      // "!https://", a 253-byte name, "*." and ":65535" (netproxy.MaxEntryLen)
 	DefaultMaxMemory    = 16 << 20 // bytes; enough for a small Go or Rust guest
 	MaxMaxMemory        = 4 << 30  // bytes; wasm32's whole address space
 	DefaultTimeoutMS    = 30_000   // ms; long enough for a slow fetch, short enough to notice a hang

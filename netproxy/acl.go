@@ -20,17 +20,49 @@ const MaxEntries = 10000
 // ACL is a parsed allowedHosts list. It is immutable and safe for
 // concurrent use. The zero value and a nil *ACL allow nothing.
 type ACL struct {
-	entries   []Entry
-	texts     []string              // entries[i].String(), made once: Check names the entry that matched
+	entries []Entry
+	texts   []string // entries[i].String(), made once: Check names the entry that matched
+	allow   table
+	deny    table // "!" entries: a match here refuses, whatever allow says
+}
+
+// table indexes one polarity of entries so that matching costs a few map
+// lookups (one per label of the name, one per distinct prefix length),
+// however many entries there are.
+type table struct {
 	names     map[string]*nameRule  // domain and wildcard entries by name
 	addrs     map[netip.Addr][]rule // address literals
 	localhost []rule
+	ranges    map[netip.Prefix][]rule // masked prefixes
+	bits4     []int                   // distinct IPv4 prefix lengths in ranges, longest first
+	bits6     []int                   // the same for IPv6
 }
 
-// rule is one entry's port restriction; idx points into ACL.entries.
+// rule is one entry's scheme and port restriction; idx points into
+// ACL.entries.
 type rule struct {
-	port uint16 // 0: any
-	idx  int
+	port   uint16 // 0: any
+	scheme scheme // 0: any
+	idx    int
+}
+
+// scheme is a URL scheme as a small number; 0 means "either" in a rule and
+// "not known" in a query (the dialer, asked without a request).
+type scheme uint8
+
+const (
+	schemeHTTP scheme = iota + 1
+	schemeHTTPS
+)
+
+func schemeOf(s string) scheme {
+	switch s {
+	case "http":
+		return schemeHTTP
+	case "https":
+		return schemeHTTPS
+	}
+	return 0
 }
 
 type nameRule struct {
@@ -45,7 +77,7 @@ func NewACL(entries []string) (*ACL, error) {
 	if len(entries) > MaxEntries {
 		return nil, mediator.Errorf(mediator.CodeInvalidAllowedHost, "allowedHosts has %d entries; at most %d are allowed", len(entries), MaxEntries)
 	}
-	a := &ACL{names: map[string]*nameRule{}, addrs: map[netip.Addr][]rule{}}
+	a := &ACL{}
 	seen := make(map[Entry]bool, len(entries))
 	for i, s := range entries {
 		e, err := ParseEntry(s)
@@ -56,27 +88,72 @@ func NewACL(entries []string) (*ACL, error) {
 			continue
 		}
 		seen[e] = true
-		r := rule{port: e.Port, idx: len(a.entries)}
+		r := rule{port: e.Port, scheme: schemeOf(e.Scheme), idx: len(a.entries)}
 		a.entries = append(a.entries, e)
 		a.texts = append(a.texts, e.String())
-		switch e.Kind {
-		case EntryDomain, EntryWildcard:
-			nr := a.names[e.Host]
-			if nr == nil {
-				nr = &nameRule{}
-				a.names[e.Host] = nr
-			}
-			if e.Kind == EntryDomain {
-				nr.self = append(nr.self, r)
-			}
-			nr.subs = append(nr.subs, r)
-		case EntryIP:
-			a.addrs[e.Addr] = append(a.addrs[e.Addr], r)
-		case EntryLocalhost:
-			a.localhost = append(a.localhost, r)
+		tb := &a.allow
+		if e.Deny {
+			tb = &a.deny
+		}
+		tb.add(e, r)
+	}
+	a.allow.finish()
+	a.deny.finish()
+	return a, nil
+}
+
+func (tb *table) add(e Entry, r rule) {
+	switch e.Kind {
+	case EntryDomain, EntryWildcard:
+		if tb.names == nil {
+			tb.names = map[string]*nameRule{}
+		}
+		nr := tb.names[e.Host]
+		if nr == nil {
+			nr = &nameRule{}
+			tb.names[e.Host] = nr
+		}
+		if e.Kind == EntryDomain {
+			nr.self = append(nr.self, r)
+		}
+		nr.subs = append(nr.subs, r)
+	case EntryIP:
+		if tb.addrs == nil {
+			tb.addrs = map[netip.Addr][]rule{}
+		}
+		tb.addrs[e.Addr] = append(tb.addrs[e.Addr], r)
+	case EntryLocalhost:
+		tb.localhost = append(tb.localhost, r)
+	case EntryRange:
+		if tb.ranges == nil {
+			tb.ranges = map[netip.Prefix][]rule{}
+		}
+		tb.ranges[e.Prefix] = append(tb.ranges[e.Prefix], r)
+	}
+}
+
+// finish lists the prefix lengths in use, so that an address is looked up
+// once per length (at most 33 + 129) rather than once per range.
+func (tb *table) finish() {
+	var have4 [33]bool
+	var have6 [129]bool
+	for p := range tb.ranges {
+		if p.Addr().Is4() {
+			have4[p.Bits()] = true
+		} else {
+			have6[p.Bits()] = true
 		}
 	}
-	return a, nil
+	for n := 32; n >= 0; n-- {
+		if have4[n] {
+			tb.bits4 = append(tb.bits4, n)
+		}
+	}
+	for n := 128; n >= 0; n-- {
+		if have6[n] {
+			tb.bits6 = append(tb.bits6, n)
+		}
+	}
 }
 
 // Entries returns the parsed entries, without duplicates, in list order.
@@ -87,9 +164,13 @@ func (a *ACL) Entries() []Entry {
 	return append([]Entry(nil), a.entries...)
 }
 
-func matchPort(rs []rule, port uint16) (int, bool) {
+// matchRule finds a rule for this scheme and port. For an allow table an
+// unknown scheme (0) matches only rules for either scheme; for a deny
+// table (anyScheme) it matches every rule, so that not knowing the scheme
+// never lets a refused target through.
+func matchRule(rs []rule, sc scheme, port uint16, anyScheme bool) (int, bool) {
 	for _, r := range rs {
-		if r.port == 0 || r.port == port {
+		if (r.port == 0 || r.port == port) && (r.scheme == 0 || r.scheme == sc || anyScheme && sc == 0) {
 			return r.idx, true
 		}
 	}
@@ -98,9 +179,12 @@ func matchPort(rs []rule, port uint16) (int, bool) {
 
 // matchName walks from the full name up through its parent domains: one
 // map lookup per label, so the cost does not depend on the list's size.
-func (a *ACL) matchName(name string, port uint16) (int, bool) {
-	if nr := a.names[name]; nr != nil {
-		if i, ok := matchPort(nr.self, port); ok {
+func (tb *table) matchName(name string, sc scheme, port uint16, anyScheme bool) (int, bool) {
+	if len(tb.names) == 0 {
+		return 0, false
+	}
+	if nr := tb.names[name]; nr != nil {
+		if i, ok := matchRule(nr.self, sc, port, anyScheme); ok {
 			return i, true
 		}
 	}
@@ -110,30 +194,84 @@ func (a *ACL) matchName(name string, port uint16) (int, bool) {
 			return 0, false
 		}
 		s = s[dot+1:]
-		if nr := a.names[s]; nr != nil {
-			if i, ok := matchPort(nr.subs, port); ok {
+		if nr := tb.names[s]; nr != nil {
+			if i, ok := matchRule(nr.subs, sc, port, anyScheme); ok {
 				return i, true
 			}
 		}
 	}
 }
 
+// matchAddr matches an address against literal entries, then ranges.
+func (tb *table) matchAddr(addr netip.Addr, sc scheme, port uint16, anyScheme bool) (int, bool) {
+	if i, ok := matchRule(tb.addrs[addr], sc, port, anyScheme); ok {
+		return i, true
+	}
+	bits := tb.bits4
+	if addr.Is6() {
+		bits = tb.bits6
+	}
+	for _, n := range bits {
+		p, err := addr.Prefix(n)
+		if err != nil {
+			continue
+		}
+		if i, ok := matchRule(tb.ranges[p], sc, port, anyScheme); ok {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// match matches a checked target's host.
+func (tb *table) match(t *Target, anyScheme bool) (int, bool) {
+	sc := schemeOf(t.Scheme)
+	switch {
+	case t.IsIP:
+		return tb.matchAddr(t.Addr, sc, t.Port, anyScheme)
+	case t.Localhost:
+		return matchRule(tb.localhost, sc, t.Port, anyScheme)
+	}
+	return tb.matchName(t.Host, sc, t.Port, anyScheme)
+}
+
 // permitsLocal reports whether the ACL lists this address (or localhost) by
-// itself for this port: the only way a loopback or private address may be
-// reached. The dialer asks again at connect time.
-func (a *ACL) permitsLocal(host string, addr netip.Addr, port uint16) bool {
+// itself or in a listed range, for this scheme and port, and no deny entry
+// names it: the only way a loopback or private address may be reached. The
+// dialer asks again at connect time.
+func (a *ACL) permitsLocal(sc scheme, host string, addr netip.Addr, port uint16) bool {
 	if a == nil {
 		return false
 	}
 	if host == "localhost" {
-		_, ok := matchPort(a.localhost, port)
+		if _, denied := matchRule(a.deny.localhost, sc, port, true); denied {
+			return false
+		}
+		_, ok := matchRule(a.allow.localhost, sc, port, false)
 		return ok
 	}
 	if !addr.IsValid() {
 		return false
 	}
-	_, ok := matchPort(a.addrs[addr.Unmap()], port)
+	addr = addr.Unmap()
+	if _, denied := a.deny.matchAddr(addr, sc, port, true); denied {
+		return false
+	}
+	_, ok := a.allow.matchAddr(addr, sc, port, false)
 	return ok
+}
+
+// deniedAddr names the deny entry an address falls under, if any: the
+// dialer refuses a name whose answers include a refused address, as it
+// would refuse the literal.
+func (a *ACL) deniedAddr(sc scheme, addr netip.Addr, port uint16) (string, bool) {
+	if a == nil {
+		return "", false
+	}
+	if i, ok := a.deny.matchAddr(addr.Unmap(), sc, port, true); ok {
+		return a.texts[i], true
+	}
+	return "", false
 }
 
 // Target is a URL that passed Check, in normalised form. Fetch sends the
@@ -148,6 +286,11 @@ type Target struct {
 	Localhost    bool       // the host is localhost: 127.0.0.1 and ::1, no DNS
 	AllowPrivate bool       // matched by a literal or localhost entry: loopback/private permitted
 	Entry        string     // the allowedHosts entry that matched
+
+	// sendPath is the path exactly as the URL wrote it, when it holds a
+	// '%' that starts no escape ("/100%"): URL carries it as "%25", and the
+	// request sends it as written, as a browser does.
+	sendPath string
 }
 
 // HostPort is the host and port in dialable form ("[::1]:443").
@@ -175,18 +318,10 @@ func (a *ACL) Check(rawURL string) (Target, mediator.Decision) {
 	if a == nil {
 		return Target{}, deny(mediator.CodeHostNotAllowed, "no allowedHosts: the agent may not reach %q", t.Host)
 	}
-	var (
-		idx int
-		ok  bool
-	)
-	switch {
-	case t.IsIP:
-		idx, ok = matchPort(a.addrs[t.Addr], t.Port)
-	case t.Localhost:
-		idx, ok = matchPort(a.localhost, t.Port)
-	default:
-		idx, ok = a.matchName(t.Host, t.Port)
+	if i, denied := a.deny.match(&t, true); denied {
+		return Target{}, deny(mediator.CodeHostNotAllowed, "host %q (port %d) is refused by allowedHosts entry %q", t.Host, t.Port, a.texts[i])
 	}
+	idx, ok := a.allow.match(&t, false)
 	if !ok {
 		if !plain(t.Host) {
 			return Target{}, deny(mediator.CodeHostNotAllowed, "host %q (port %d) is not in allowedHosts", t.Host, t.Port)
@@ -196,13 +331,13 @@ func (a *ACL) Check(rawURL string) (Target, mediator.Decision) {
 	}
 	e := a.entries[idx]
 	t.Entry = a.texts[idx]
-	t.AllowPrivate = e.Kind == EntryIP || e.Kind == EntryLocalhost
+	t.AllowPrivate = e.Kind == EntryIP || e.Kind == EntryRange || e.Kind == EntryLocalhost
 	if t.IsIP {
 		// Literals are checked here too, so that a denial never costs a
 		// connection attempt. Only address classes that no listing can
 		// unlock remain (metadata, unspecified, multicast, broadcast).
 		if cls := ClassifyAddr(t.Addr); !cls.allowedWith(t.AllowPrivate) {
-			return Target{}, deny(mediator.CodePrivateAddress, "address %s is %s and may not be fetched", t.Addr, cls.describe())
+			return Target{}, deny(mediator.CodePrivateAddress, "address %s is %s and may not be fetched%s", t.Addr, cls.describe(), cls.neverWhy())
 		}
 	}
 	if !plain(t.Host) || !plain(t.Entry) {
@@ -260,8 +395,25 @@ func parseURL(raw string) (Target, mediator.Decision) {
 		return Target{}, deny(mediator.CodeNonCanonicalHost, "the host is percent-encoded; write it plainly")
 	}
 	u, err := url.Parse(raw)
+	var sendPath string
 	if err != nil {
-		return Target{}, deny(mediator.CodeInvalidURL, "the URL does not parse")
+		// WHATWG keeps a '%' that starts no escape ("/100%", "#50%") as
+		// written, where net/url refuses the URL. The authority is already
+		// read (and has no '%'), so only the path and fragment of a copy are
+		// escaped; the host net/url reads is then checked as for any URL.
+		prefix := len(scheme) + 1 + 2 + len(authority)
+		tail, path, ok := escapeStrayPercent(raw[prefix:])
+		if !ok {
+			return Target{}, deny(mediator.CodeInvalidURL, "the URL does not parse")
+		}
+		if u, err = url.Parse(raw[:prefix] + tail); err != nil {
+			return Target{}, deny(mediator.CodeInvalidURL, "the URL does not parse")
+		}
+		// A path starting "//" would read as an authority in the request
+		// line; it is sent escaped instead.
+		if path != "" && !strings.HasPrefix(path, "//") {
+			sendPath = wirePath(path)
+		}
 	}
 	// Our reading of the authority and net/url's must agree exactly, or
 	// the host we check is not the host that would be contacted.
@@ -314,7 +466,78 @@ func parseURL(raw string) (Target, mediator.Decision) {
 	}
 	u.Scheme = scheme
 	t.URL = u
+	t.sendPath = sendPath
 	return t, mediator.Allow("")
+}
+
+// escapeStrayPercent escapes, in the path and fragment of a URL's tail
+// (what follows the authority), each '%' not followed by two hex digits,
+// which is what WHATWG keeps as written and net/url refuses. The query is
+// left alone: net/url keeps it raw. It returns the new tail, the path as
+// written when the path had such a '%' (else ""), and whether anything
+// changed.
+func escapeStrayPercent(tail string) (string, string, bool) {
+	end := len(tail)
+	if i := strings.IndexAny(tail, "?#"); i >= 0 {
+		end = i
+	}
+	path, pathChanged := escapeStray(tail[:end])
+	rest := tail[end:]
+	frag := ""
+	if i := strings.IndexByte(rest, '#'); i >= 0 {
+		rest, frag = rest[:i], rest[i:]
+	}
+	frag, fragChanged := escapeStray(frag)
+	if !pathChanged && !fragChanged {
+		return tail, "", false
+	}
+	written := ""
+	if pathChanged {
+		written = tail[:end]
+	}
+	return path + rest + frag, written, true
+}
+
+// wirePath is a path as a browser sends it: every '%' as written, and the
+// bytes WHATWG's path percent-encode set names (non-ASCII, '"', '<', '>',
+// '`', '{', '}') encoded. Controls, spaces and '\\' never get here.
+func wirePath(p string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c >= 0x80 || c == '"' || c == '<' || c == '>' || c == '`' || c == '{' || c == '}':
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func escapeStray(s string) (string, bool) {
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && (i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2])) {
+			if !changed {
+				b.Grow(len(s) + 8)
+				b.WriteString(s[:i])
+				changed = true
+			}
+			b.WriteString("%25")
+			continue
+		}
+		if changed {
+			b.WriteByte(s[i])
+		}
+	}
+	if !changed {
+		return s, false
+	}
+	return b.String(), true
 }
 
 // splitScheme splits "scheme:rest" per RFC 3986 (ALPHA *( ALPHA / DIGIT /

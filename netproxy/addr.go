@@ -48,6 +48,23 @@ func (c AddrClass) describe() string {
 	return "a " + c.String() + " address"
 }
 
+// neverWhy explains, for the classes no entry unlocks, why listing the
+// address does not help, so that a person who listed one learns what to
+// write instead.
+func (c AddrClass) neverWhy() string {
+	switch c {
+	case AddrUnspecified:
+		return ", even when listed: it is not a destination, and a connection to it reaches this machine itself on Linux and macOS; list 127.0.0.1 or [::1] to reach this machine"
+	case AddrBroadcast:
+		return ", even when listed: it is not a destination a TCP connection can be made to"
+	case AddrMulticast:
+		return ", even when listed: multicast is not a destination a TCP connection can be made to"
+	case AddrMetadata:
+		return ", even when listed: it serves this machine's cloud credentials"
+	}
+	return ""
+}
+
 // allowedWith says whether an address of this class may be contacted.
 // Public addresses always may. Loopback, private, link-local and reserved
 // ones only when the ACL lists the literal (or localhost) by itself. The

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"testing"
 )
 
@@ -36,6 +37,53 @@ func benchACL(b *testing.B, n int) {
 func BenchmarkACLCheck(b *testing.B) {
 	b.Run("entries=10", func(b *testing.B) { benchACL(b, 10) })
 	b.Run("entries=10000", func(b *testing.B) { benchACL(b, 10000) })
+}
+
+// benchFormsACL mixes every entry form: a quarter deny entries, names with
+// schemes and ports, and ranges of every prefix length from /8 to /31, so
+// that an address is looked up once per length in use.
+func benchFormsACL(b *testing.B, n int) {
+	hosts := make([]string, 0, n)
+	for i := 0; len(hosts) < n; i++ {
+		switch i % 4 {
+		case 0:
+			hosts = append(hosts, fmt.Sprintf("https://host%d.example%d.com", i, i%97))
+		case 1:
+			hosts = append(hosts, fmt.Sprintf("!deny%d.example%d.com:8080", i, i%97))
+		case 2:
+			bits := 8 + i%24
+			p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), bits).Masked()
+			hosts = append(hosts, p.String())
+		case 3:
+			hosts = append(hosts, fmt.Sprintf("!172.%d.%d.0/24", 16+i%16, (i/16)%256))
+		}
+	}
+	acl, err := NewACL(hosts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	urls := []struct {
+		u  string
+		ok bool
+	}{
+		{"https://a.b.host0.example0.com/path?q=1", true},
+		{"http://10.0.0.1:8080/x", true},
+		{"http://172.19.0.9/x", false},
+		{"https://a.b.c.d.not-listed.example.net/path?q=1", false},
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		c := urls[i%len(urls)]
+		if _, d := acl.Check(c.u); d.Allowed != c.ok {
+			b.Fatalf("%s: %+v", c.u, d)
+		}
+	}
+}
+
+func BenchmarkACLCheckForms(b *testing.B) {
+	b.Run("entries=10", func(b *testing.B) { benchFormsACL(b, 10) })
+	b.Run("entries=10000", func(b *testing.B) { benchFormsACL(b, 10000) })
 }
 
 var benchBody = make([]byte, 1024)

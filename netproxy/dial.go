@@ -20,6 +20,13 @@ type Resolver interface {
 // whether a loopback or private address is listed by itself.
 type aclKey struct{}
 
+// schemeKey carries the scheme of the request a dial is for, so that the
+// dialer applies "https://..." entries as Check did. The transport pools
+// connections per scheme, so a connection dialled for one scheme is never
+// reused for the other. Without it the dialer knows no scheme: only
+// entries for either scheme allow, and every deny entry refuses.
+type schemeKey struct{}
+
 // maxAddrs bounds how many resolved addresses are dialled in turn; all of
 // them are checked regardless.
 const maxAddrs = 8
@@ -47,7 +54,8 @@ func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Co
 		return nil, &mediator.Error{Code: mediator.CodeInvalidURL, Msg: "the port to dial is malformed"}
 	}
 	acl, _ := ctx.Value(aclKey{}).(*ACL)
-	addrs, err := f.resolveChecked(ctx, acl, host, port)
+	sc, _ := ctx.Value(schemeKey{}).(scheme)
+	addrs, err := f.resolveChecked(ctx, acl, sc, host, port)
 	if err != nil {
 		return nil, err
 	}
@@ -69,10 +77,14 @@ func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Co
 
 // resolveChecked returns the addresses host may be reached at, all of them
 // permitted by the address policy, or a *DenyError / DNS error.
-func (f *Fetcher) resolveChecked(ctx context.Context, acl *ACL, host string, port uint16) ([]netip.Addr, error) {
+func (f *Fetcher) resolveChecked(ctx context.Context, acl *ACL, sc scheme, host string, port uint16) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		a = a.Unmap()
-		if cls := ClassifyAddr(a); !cls.allowedWith(acl.permitsLocal("", a, port)) {
+		if entry, denied := acl.deniedAddr(sc, a, port); denied {
+			return nil, &DenyError{Code: mediator.CodeHostNotAllowed,
+				Reason: "address " + a.String() + " is refused by allowedHosts entry " + strconv.Quote(entry)}
+		}
+		if cls := ClassifyAddr(a); !cls.allowedWith(acl.permitsLocal(sc, "", a, port)) {
 			return nil, &DenyError{Code: mediator.CodePrivateAddress,
 				Reason: "address " + a.String() + " is " + cls.describe() + " and is not listed by itself in allowedHosts"}
 		}
@@ -81,7 +93,7 @@ func (f *Fetcher) resolveChecked(ctx context.Context, acl *ACL, host string, por
 	if host == "localhost" {
 		// localhost is a promise, not a lookup: the system resolver (or
 		// /etc/hosts) could map it anywhere.
-		if !acl.permitsLocal("localhost", netip.Addr{}, port) {
+		if !acl.permitsLocal(sc, "localhost", netip.Addr{}, port) {
 			return nil, &DenyError{Code: mediator.CodePrivateAddress, Reason: "localhost is not listed by itself in allowedHosts"}
 		}
 		return []netip.Addr{loopback4, loopback6}, nil
@@ -103,6 +115,12 @@ func (f *Fetcher) resolveChecked(ctx context.Context, acl *ACL, host string, por
 	out := make([]netip.Addr, 0, min(len(addrs), maxAddrs))
 	for _, a := range addrs {
 		a = a.Unmap()
+		// A deny entry for an address or range covers names that resolve
+		// into it, as a person writing "!203.0.113.0/24" expects.
+		if entry, denied := acl.deniedAddr(sc, a, port); denied {
+			return nil, &DenyError{Code: mediator.CodeHostNotAllowed,
+				Reason: "host " + strconv.Quote(host) + " resolves to " + a.String() + ", which allowedHosts entry " + strconv.Quote(entry) + " refuses"}
+		}
 		// Every answer must be public: if one is not, the name is being
 		// used to point into the local network, whatever the others say.
 		if cls := ClassifyAddr(a); cls != AddrPublic {
@@ -120,6 +138,9 @@ func (f *Fetcher) resolveChecked(ctx context.Context, acl *ACL, host string, por
 func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	if f.dialHook != nil {
 		return f.dialHook(ctx, network, addr)
+	}
+	if f.cfg.Dial != nil {
+		return f.cfg.Dial(ctx, network, addr)
 	}
 	return f.dialer.DialContext(ctx, network, addr)
 }

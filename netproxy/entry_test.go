@@ -60,8 +60,9 @@ func TestParseEntryRefusals(t *testing.T) {
 		{"co.uk", "public suffix"},
 		{"github.io", "public suffix"},
 		{"*.github.io", "public suffix"},
-		{"https://example.com/", "is a URL"},
-		{"example.com/x", "path"},
+		{"https://example.com/", `write "https://example.com"`},
+		{"https://example.com/x", "a path is not allowed"},
+		{"example.com/x", "a path is not allowed"},
 		{"me@example.com", "user information"},
 		{"", "is empty"},
 	}
@@ -118,6 +119,10 @@ func TestEntryFixtures(t *testing.T) {
 					if mediator.CodeOf(err) != mediator.CodeInvalidAllowedHost {
 						t.Fatalf("%q: code %s, want %s", r.quoted, mediator.CodeOf(err), mediator.CodeInvalidAllowedHost)
 					}
+					// Every refusal says what would be accepted instead.
+					if m := err.Error(); !strings.Contains(m, "e.g.") && !strings.Contains(m, `write "`) && !strings.Contains(m, "list ") {
+						t.Fatalf("%q: error %q does not say what would be accepted", r.quoted, m)
+					}
 				}
 			default:
 				t.Fatalf("bad want %q", r.word)
@@ -165,4 +170,17 @@ func TestNewACL(t *testing.T) {
 			t.Fatalf("nil ACL decision %+v", d)
 		}
 	})
+}
+
+// TestEntryLenFitsProfile: the longest entry ParseEntry accepts passes the
+// profile's own length bound, so no valid entry is refused at install for
+// its length alone.
+func TestEntryLenFitsProfile(t *testing.T) {
+	if MaxEntryLen > mediator.MaxAllowedHostLen {
+		t.Fatalf("netproxy.MaxEntryLen %d > mediator.MaxAllowedHostLen %d", MaxEntryLen, mediator.MaxAllowedHostLen)
+	}
+	long := "!https://*." + strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 57) + ".com:65535"
+	if _, err := ParseEntry(long); err != nil {
+		t.Fatalf("ParseEntry of a %d-byte entry: %v", len(long), err)
+	}
 }

@@ -21,7 +21,7 @@ func ExampleParseEntry() {
 	// [::1]:8080: ip host=::1 port=8080
 	// invalid_allowed_host: allowedHosts entry "Example.COM." is not canonical; write "example.com"
 	// invalid_allowed_host: allowedHosts entry "127.1" is not canonical; write "127.0.0.1"
-	// invalid_allowed_host: allowedHosts entry "co.uk" is a public suffix ("co.uk") and would allow hosts of many unrelated owners
+	// invalid_allowed_host: allowedHosts entry "co.uk" is a public suffix ("co.uk") and would allow hosts of many unrelated owners; list a site below it, e.g. "example.co.uk"
 }
 
 func ExampleACL_Check() {

@@ -58,6 +58,11 @@ type Config struct {
 	// MaxResponseBytes plus room for small ones, so that the host's peak
 	// memory stays bounded whatever mix of fetches runs at once.
 	MaxBufferedBytes int64
+	// Dial replaces the final connect, which only ever gets an address the
+	// Fetcher has resolved and checked ("127.0.0.1:8080", never a name).
+	// Default nil: a net.Dialer. `nmhost check` sets it so that, whatever
+	// a rule does, nothing but its own loopback servers can be reached.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Defaults, see Config.
@@ -253,11 +258,19 @@ func (f *Fetcher) roundTrip(ctx context.Context, acl *ACL, t Target, method stri
 	if f.proxyAddr != "" {
 		// Through a proxy the dialer never sees the target; check our own
 		// resolution of it so that at least static tricks are refused.
-		if _, err := f.resolveChecked(ctx, acl, t.Host, t.Port); err != nil {
+		if _, err := f.resolveChecked(ctx, acl, schemeOf(t.Scheme), t.Host, t.Port); err != nil {
 			return nil, err
 		}
 	}
 	u := *t.URL
+	if t.sendPath != "" {
+		// The path goes on the wire as the URL wrote it (see Target);
+		// through a proxy, plain http needs the absolute form.
+		u.Opaque, u.RawPath = t.sendPath, ""
+		if f.proxyAddr != "" && t.Scheme == "http" {
+			u.Opaque = "//" + u.Host + t.sendPath
+		}
+	}
 	r := &http.Request{
 		Method:     method,
 		URL:        &u,
@@ -272,7 +285,7 @@ func (f *Fetcher) roundTrip(ctx context.Context, acl *ACL, t Target, method stri
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	return f.transport.RoundTrip(r.WithContext(ctx))
+	return f.transport.RoundTrip(r.WithContext(context.WithValue(ctx, schemeKey{}, schemeOf(t.Scheme))))
 }
 
 // fetchErr turns a transport error into a denial (as raised by the dialer),
@@ -338,6 +351,13 @@ func nextHop(acl *ACL, cur *url.URL, loc string) (Target, string, mediator.Decis
 			abs = cur.Scheme + ":" + loc
 		} else {
 			ref, err := url.Parse(loc)
+			if err != nil {
+				// A relative Location with a stray '%' resolves like any
+				// other; the '%' is then carried escaped.
+				if tail, _, ok := escapeStrayPercent(loc); ok {
+					ref, err = url.Parse(tail)
+				}
+			}
 			if err != nil {
 				return Target{}, loc, deny(mediator.CodeInvalidURL, "the redirect's Location does not parse")
 			}

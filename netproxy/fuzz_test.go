@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -9,14 +10,20 @@ import (
 )
 
 // naiveMatch is the seed rule written as plainly as possible, to check the
-// indexed matcher against.
+// indexed matcher against. It ignores e.Deny: callers decide what a match
+// of a deny entry means.
 func naiveMatch(e Entry, t Target) bool {
 	if e.Port != 0 && e.Port != t.Port {
+		return false
+	}
+	if e.Scheme != "" && e.Scheme != t.Scheme {
 		return false
 	}
 	switch e.Kind {
 	case EntryIP:
 		return t.IsIP && t.Addr == e.Addr
+	case EntryRange:
+		return t.IsIP && e.Prefix.Contains(t.Addr)
 	case EntryLocalhost:
 		return !t.IsIP && t.Host == "localhost"
 	case EntryDomain:
@@ -27,16 +34,21 @@ func naiveMatch(e Entry, t Target) bool {
 	return false
 }
 
+// fuzzACL is every entry form, allow and deny.
+var fuzzACL = append(append([]string(nil), hostileACL...), formsACL...)
+
 func FuzzCheck(f *testing.F) {
 	for _, s := range []string{
 		"http://example.com/", "https://a.wild.example:1/x?y#z", "http://127.0.0.1:8080/",
 		"http://[::ffff:127.0.0.1]:8080/", "http://2130706433/", "http://example.com@evil.test/",
 		"http://\uff11\uff12\uff17.0.0.1/", "http://localhost:9000/", "http://evilexample.com/",
 		"file:///etc/passwd", "http://b\u00fccher.example.com/", "http://%31.0.0.1/",
+		"http://admin.example.com/", "https://secure.example.org:1/", "http://10.9.0.1/", "http://[fd00::1]/",
+		"http://example.com/100%", "http://example.com/a%zz#%", "http://x.ads.example.com/",
 	} {
 		f.Add(s)
 	}
-	acl, err := NewACL(hostileACL)
+	acl, err := NewACL(fuzzACL)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -67,7 +79,13 @@ func FuzzCheck(f *testing.F) {
 		}
 		matched := false
 		for _, e := range entries {
-			if naiveMatch(e, tg) && e.String() == tg.Entry {
+			if !naiveMatch(e, tg) {
+				continue
+			}
+			if e.Deny {
+				t.Fatalf("Check(%q) allowed %q:%d, which deny entry %q matches", raw, tg.Host, tg.Port, e)
+			}
+			if e.String() == tg.Entry {
 				matched = true
 			}
 		}
@@ -76,7 +94,20 @@ func FuzzCheck(f *testing.F) {
 		}
 		// Go's own reading of the URL names the same host, so what is
 		// checked is what net/http would contact.
+		// (A '%' that starts no escape is escaped first: net/url refuses
+		// what WHATWG keeps as written.)
 		u, err := url.Parse(raw)
+		if err != nil {
+			if i := strings.Index(raw, "//"); i >= 0 {
+				j := i + 2 + len(strings.SplitN(raw[i+2:], "/", 2)[0])
+				if k := strings.IndexAny(raw[i+2:], "?#"); k >= 0 && i+2+k < j {
+					j = i + 2 + k
+				}
+				if tail, _, ok := escapeStrayPercent(raw[j:]); ok {
+					u, err = url.Parse(raw[:j] + tail)
+				}
+			}
+		}
 		if err != nil {
 			t.Fatalf("Check(%q) allowed what net/url refuses: %v", raw, err)
 		}
@@ -93,10 +124,43 @@ func FuzzCheck(f *testing.F) {
 	})
 }
 
+// ownURL is a URL for a host an entry names, on a port it covers.
+func ownURL(e Entry) string {
+	sc := e.Scheme
+	if sc == "" {
+		sc = "http"
+	}
+	var host string
+	switch e.Kind {
+	case EntryWildcard:
+		host = "x." + e.Host
+	case EntryIP:
+		host = e.Addr.String()
+		if e.Addr.Is6() {
+			host = "[" + host + "]"
+		}
+	case EntryRange:
+		a := e.Prefix.Addr().Next()
+		host = a.String()
+		if a.Is6() {
+			host = "[" + host + "]"
+		}
+	default:
+		host = e.Host
+	}
+	port := ":1"
+	if e.Port != 0 {
+		port = ":" + strconv.Itoa(int(e.Port))
+	}
+	return sc + "://" + host + port + "/"
+}
+
 func FuzzParseEntry(f *testing.F) {
 	for _, s := range []string{
 		"example.com", "*.example.com:443", "127.0.0.1:8080", "[::1]", "::1", "localhost:1",
 		"Example.COM.", "127.1", "0x7f.1", "[::ffff:127.0.0.1]", "co.uk", "*", "b\u00fccher.de",
+		"https://example.com", "!example.com", "10.0.0.0/8", "[fd00::]/8:443", "!https://10.1.0.0/16:8443",
+		"fd00::/8", "0.0.0.0/0", "!com", "https://example.com/", "10.1.2.3/32",
 	} {
 		f.Add(s)
 	}
@@ -112,25 +176,33 @@ func FuzzParseEntry(f *testing.F) {
 			if cerr != nil || c != e.String() {
 				t.Fatalf("ParseEntry(%q) = %v but CanonicalEntry = %q, %v", s, e, c, cerr)
 			}
-			if s != c && "["+s+"]" != c {
+			if s != c && s != e.bareForm() {
 				t.Fatalf("ParseEntry accepted %q, whose canonical form is %q", s, c)
 			}
-			acl, err := NewACL([]string{s})
+			// A deny entry is checked beside the allow entry it negates
+			// (when that is a valid entry), so that its refusal is its own.
+			list := []string{s}
+			if e.Deny {
+				if _, err := ParseEntry(strings.TrimPrefix(c, "!")); err == nil {
+					list = append(list, strings.TrimPrefix(c, "!"))
+				}
+			}
+			acl, err := NewACL(list)
 			if err != nil {
-				t.Fatalf("NewACL(%q): %v", s, err)
+				t.Fatalf("NewACL(%q): %v", list, err)
 			}
-			host := e.String()
-			if e.Kind == EntryWildcard {
-				host = "x." + strings.TrimPrefix(host, "*.")
+			u := ownURL(e)
+			tg, d := acl.Check(u)
+			if e.Deny {
+				if d.Allowed {
+					t.Fatalf("deny entry %q: Check of its own host %q is allowed: %+v", s, u, d)
+				}
+				return
 			}
-			port := ""
-			if e.Port == 0 {
-				port = ":1"
-			}
-			tg, d := acl.Check("http://" + host + port + "/")
-			forbidden := e.Kind == EntryIP && !ClassifyAddr(e.Addr).allowedWith(true)
+			forbidden := e.Kind == EntryIP && !ClassifyAddr(e.Addr).allowedWith(true) ||
+				e.Kind == EntryRange && !ClassifyAddr(e.Prefix.Addr().Next()).allowedWith(true)
 			if d.Allowed == forbidden {
-				t.Fatalf("entry %q: Check of its own host %q gives %+v", s, host, d)
+				t.Fatalf("entry %q: Check of its own host %q gives %+v", s, u, d)
 			}
 			if d.Allowed && tg.Entry != e.String() {
 				t.Fatalf("entry %q matched as %q", s, tg.Entry)

@@ -63,7 +63,7 @@ func exitCode(env Env, name string, err error) int {
 			fmt.Fprintf(env.Stderr, "nmhost %s: %s\nRun 'nmhost %s --help' for usage.\n", ue.cmd, ue.msg, ue.cmd)
 		}
 		return 2
-	case errors.Is(err, errRunFailed), errors.Is(err, errAuditBroken), errors.Is(err, errDoctorFailed):
+	case errors.Is(err, errRunFailed), errors.Is(err, errAuditBroken), errors.Is(err, errDoctorFailed), errors.Is(err, errCheckFailed):
 		return 1
 	}
 	// An error may quote what an agent chose (a file name, a session's
@@ -94,6 +94,8 @@ func route(ctx context.Context, env Env) error {
 		return runUninstall(sub)
 	case "doctor":
 		return runDoctor(ctx, sub)
+	case "check":
+		return runCheck(ctx, sub)
 	case "denials":
 		return runDenials(ctx, sub)
 	case "run":

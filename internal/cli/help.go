@@ -50,6 +50,14 @@ var specs = []*spec{
 			"nmhost doctor --extension-id kfdflodbjjhffjcgfmobmhlinchkhdlj",
 			"nmhost doctor --browser all",
 		}},
+	{name: "check", synopsis: "[--level L] AGENT",
+		summary: "tries a built-in hostile corpus against an installed agent's stored profile and grants (URL spellings, redirects, names resolving to private addresses, other origins, workspace escapes, every operation) and prints one line per rule; only its own loopback servers are contacted, nothing of yours is written; exits 1 when a rule did not fire",
+		args:    [][2]string{{"AGENT", "an installed agent's id"}},
+		examples: []string{
+			"nmhost check fetcher",
+			"nmhost check --level high fetcher",
+		},
+		minArgs: 1, maxArgs: 1},
 	{name: "denials", synopsis: "[--agent A] [--permission P] [--code C] [--since T] [--until T] [--limit N] [--follow] [--json]",
 		summary: "prints the denial log; --follow tails it, also for records other host processes write",
 		examples: []string{

@@ -84,3 +84,34 @@ func TestRedirectHopsAreDecidedAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestRedirectToDeniedEntry: an installed profile's deny entry refuses a
+// redirect hop that its range entry would allow; the hop is refused before
+// anything reaches the canary, and the refusal is on record.
+func TestRedirectToDeniedEntry(t *testing.T) {
+	ctx := context.Background()
+	b := newCanary(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "B") })
+	a := newCanary(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, b.URL+"/steal", http.StatusFound) })
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc, err := New(Config{Store: st, Fetcher: netproxy.New(netproxy.Config{}), Authorizer: mediator.NewPolicy(st, mediator.PolicyOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{st: st, svc: svc}
+	f.install(t, "ranged", []mediator.Permission{mediator.PermNetworkFetch}, true, "http://127.0.0.0/8", "!"+hostOf(b.URL))
+	_, err = svc.Fetch(ctx, Request{AgentID: "ranged", Request: netproxy.Request{URL: a.URL + "/"}})
+	if mediator.CodeOf(err) != mediator.CodeHostNotAllowed {
+		t.Fatalf("err %v, want %s", err, mediator.CodeHostNotAllowed)
+	}
+	if a.hits.Load() != 1 || b.hits.Load() != 0 {
+		t.Fatalf("A hits %d (want 1), B hits %d (want 0)", a.hits.Load(), b.hits.Load())
+	}
+	page, err := st.ListDenials(ctx, store.DenialFilter{AgentID: "ranged"})
+	if err != nil || len(page.Denials) != 1 || page.Denials[0].Code != mediator.CodeHostNotAllowed {
+		t.Fatalf("denials %+v %v", page, err)
+	}
+}

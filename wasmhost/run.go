@@ -156,6 +156,14 @@ func (ru *run) execute(ctx context.Context) Result {
 	defer ru.cancel(nil)
 	ru.ctx = runCtx
 
+	// The run waits for room in the host's guest-memory budget within its
+	// own deadline, and holds it until its instance is closed.
+	release, res, ok := ru.reserveMemory(runCtx, maxMem)
+	if !ok {
+		return res
+	}
+	defer release()
+
 	compiled, res, ok := ru.compiled(ctx, eng, maxMem)
 	if !ok {
 		return res

@@ -27,6 +27,9 @@ type Config struct {
 	// MaxOutputBytes bounds what one run may print (stdout, stderr, log).
 	// Default 1 MiB: it must fit one native-messaging reply.
 	MaxOutputBytes int
+	// MaxGuestMemory bounds the sum of the maxMemory of concurrent runs
+	// (budget.go). Default DefaultMaxGuestMemory.
+	MaxGuestMemory int64
 }
 
 const (
@@ -38,8 +41,9 @@ const (
 // Runtime compiles and runs agent modules. One per host process; runs are
 // isolated instances and may proceed concurrently.
 type Runtime struct {
-	cfg   Config
-	cache wazero.CompilationCache
+	cfg    Config
+	cache  wazero.CompilationCache
+	budget memBudget // guest memory reserved by runs in progress
 
 	mu      sync.Mutex
 	engines map[uint32]*engine // by memory limit in pages

@@ -60,6 +60,9 @@ func runHost(ctx context.Context, env Env) int {
 	}
 	log, closeLog := openLog(dir, env.Stderr)
 	defer closeLog()
+	// Deferred early, so it runs last: Runtime.Close and the store's close
+	// are inside the grace too.
+	defer exitAfterGrace(ctx, log, os.Exit)()
 
 	cfg, err := datadir.LoadConfig(dir)
 	if err != nil {

@@ -110,6 +110,8 @@ func TestValuesUnderTheBoundPass(t *testing.T) {
 		"json.parse(json.stringify({'a': [R, R]})).a.size()",
 		"'%s-%s'.format([R, R]).size()",
 		"(R + R).split('').size()",
+		"lists.range(100).map(i, [R]).flatten().size()",
+		"json.encode(lists.range(100).map(i, R)).size()",
 	} {
 		t.Run(expr, func(t *testing.T) {
 			f := newFixture(t)

@@ -58,6 +58,7 @@ var guards = map[string]func(args []ref.Val) (size int, ok bool){
 	"list_flatten":                     argsSize,
 	"list_flatten_int":                 argsSize,
 	"json_encode_dyn":                  argsSize,
+	"strings_quote":                    func([]ref.Val) (int, bool) { return 0, true }, // at most 6 times its input: checked after
 }
 
 // guardedOptions redefines each guarded overload of env with the same
@@ -97,7 +98,14 @@ func guardedOptions(env *cel.Env) ([]cel.EnvOption, error) {
 					}
 					return tooLarge(name, n, bound)
 				}
-				return orig(args...)
+				// A function whose result may outgrow the check (format's
+				// precision, quote's escapes) is checked after it, too: the
+				// excess is garbage at once, never a value.
+				out := orig(args...)
+				if s, ok := out.(types.String); ok && len(s) > MaxValueBytes {
+					return tooLarge(name, len(s), MaxValueBytes)
+				}
+				return out
 			})
 			overload := cel.Overload
 			if o.IsMemberFunction() {
@@ -228,6 +236,23 @@ func (b *budget) walk(v ref.Val, depth int) bool {
 		return true
 	}
 	return b.take(8)
+}
+
+// outputTrackers charge format and quote for what they build: the
+// extension library charges them for their input only, and format's
+// precision (up to 100 digits) makes a 6-byte clause 410 bytes, so 200
+// calls of a 15 KB format string would keep 200 MiB within the cost
+// limit. They override the library's trackers (program options given to
+// Program apply after the libraries').
+func outputTrackers() cel.ProgramOption {
+	track := func(args []ref.Val, result ref.Val) *uint64 {
+		c := 1 + uint64(float64(byteSize(args[0])+byteSize(result))*costPerByte)
+		return &c
+	}
+	return cel.CostTrackerOptions(
+		interpreter.OverloadCostTracker("string_format", track),
+		interpreter.OverloadCostTracker("strings_quote", track),
+	)
 }
 
 // costs charges our own functions in proportion to what they read and

@@ -126,24 +126,60 @@ func TestValuesUnderTheBoundPass(t *testing.T) {
 	}
 }
 
-// TestGrowingFunctionsCostTheirSize: json.stringify is charged for the
-// bytes it reads and writes, so 3,000 stringifications of a 2 KiB string
-// pass the cost limit (at a cost of 1 each they would not).
+// formatBomb is a workflow whose step "boom" formats 1e308 with 100
+// digits 2,500 times (a 15 KB format string, 1 MiB of output), expr times.
+func formatBomb(expr string) string {
+	return `{"id":"wf-format","tasks":[
+		{"id":"f","code":{"op":"code:expr","expr":"lists.range(2500).map(i, '%.100f').join('')"}},
+		{"id":"a","code":{"op":"code:expr","expr":"lists.range(2500).map(i, 1e308)"}},
+		{"id":"boom","dependsOn":["f","a"],"code":{"op":"code:expr","expr":"` + expr + `"}}]}`
+}
+
+// TestGrowingFunctionsCostTheirSize: json.stringify, json.parse and
+// format are charged for the bytes they read and write, so repeating them
+// passes the cost limit (a trap) long before their results fill the heap:
+// at a cost of 1 per call, or of their input only, these steps fit in the
+// limit and the format one keeps 200 MiB.
 func TestGrowingFunctionsCostTheirSize(t *testing.T) {
-	cases := []struct{ name, expr string }{
-		{"json.stringify", "lists.range(3000).map(i, json.stringify(R)).size()"},
-		{"json.parse", "lists.range(3000).map(i, json.parse(json.stringify(R))).size()"},
+	cases := []struct{ name, spec string }{
+		{"json.stringify", one("lists.range(3000).map(i, json.stringify(R)).size()")},
+		{"json.parse", one("lists.range(3000).map(i, json.parse(json.stringify(R))).size()")},
+		{"format", formatBomb("lists.range(200).map(j, r.f.format(r.a)).size()")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
-			sum, err := Run(context.Background(), mustParse(t, one(c.expr)), f.env(nil))
+			spec := mustParse(t, c.spec)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			sum, err := Run(context.Background(), spec, f.env(nil))
+			runtime.ReadMemStats(&after)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := sum.Tasks[1]; r.Code != mediator.CodeTrap || !strings.Contains(r.Error, "cost limit") {
+			r := sum.Tasks[len(sum.Tasks)-1]
+			if r.Code != mediator.CodeTrap || !strings.Contains(r.Error, "cost limit") {
 				t.Fatalf("%s: %s %s", r.Status, r.Code, r.Error)
 			}
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("allocated %d MiB, heap in use %d MiB", alloc>>20, after.HeapInuse>>20)
+			if alloc > 256<<20 || after.HeapInuse > 256<<20 {
+				t.Fatalf("allocated %d MiB, heap in use %d MiB: over 256 MiB", alloc>>20, after.HeapInuse>>20)
+			}
 		})
+	}
+}
+
+// TestFormatPastTheBound: one format call whose output passes 1 MiB (its
+// precision, not its arguments, makes it large) is too_large.
+func TestFormatPastTheBound(t *testing.T) {
+	f := newFixture(t)
+	sum, err := Run(context.Background(), mustParse(t, formatBomb("(r.f + r.f).format(r.a + r.a).size()")), f.env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sum.Tasks[2]; r.Code != mediator.CodeTooLarge {
+		t.Fatalf("%s: %s %s", r.Status, r.Code, r.Error)
 	}
 }

@@ -59,6 +59,11 @@ var guards = map[string]func(args []ref.Val) (size int, ok bool){
 	"list_flatten_int":                 argsSize,
 	"json_encode_dyn":                  argsSize,
 	"strings_quote":                    func([]ref.Val) (int, bool) { return 0, true }, // at most 6 times its input: checked after
+	// Comparisons (compare.go).
+	"list_sets_contains_list":   pairWork,
+	"list_sets_intersects_list": pairWork,
+	"list_sets_equivalent_list": pairWork,
+	"list_distinct":             selfWork,
 }
 
 // guardedOptions redefines each guarded overload of env with the same
@@ -92,11 +97,13 @@ func guardedOptions(env *cel.Env) ([]cel.EnvOption, error) {
 			}
 			binding := cel.FunctionBinding(func(args ...ref.Val) ref.Val {
 				if n, ok := check(args); !ok {
-					bound := MaxValueBytes
-					if name == "split" {
-						bound = MaxListItems
+					switch name {
+					case "split":
+						return tooLarge(name, n, MaxListItems)
+					case "sets.contains", "sets.intersects", "sets.equivalent", "distinct":
+						return tooDeep(name, n)
 					}
-					return tooLarge(name, n, bound)
+					return tooLarge(name, n, MaxValueBytes)
 				}
 				// A function whose result may outgrow the check (format's
 				// precision, quote's escapes) is checked after it, too: the

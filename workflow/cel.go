@@ -108,7 +108,7 @@ func compileNew(expr string) (program, error) {
 	if iss.Err() != nil {
 		return program{}, mediator.Errorf(mediator.CodeInvalidWorkflow, "%s", mediator.Truncate(iss.Err().Error(), 400))
 	}
-	prg, err := env.Program(ast, cel.CostLimit(CostLimit), cel.CostTracking(costs{}), outputTrackers(), cel.InterruptCheckFrequency(100))
+	prg, err := env.Program(ast, cel.CostLimit(CostLimit), cel.CostTracking(costs{}), outputTrackers(), guardComparisons(), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return program{}, mediator.Errorf(mediator.CodeInvalidWorkflow, "%s", mediator.Truncate(err.Error(), 400))
 	}

@@ -86,7 +86,8 @@ func selfWork(args []ref.Val) (int, bool) {
 
 // guardComparisons is a decorator that puts ==, != and in (which CEL
 // plans as their own instructions or binds once per function, not through
-// the overloads guards replaces) behind the same walk.
+// the overloads guards replaces) behind the same walk, and matches behind
+// a bound on its work.
 func guardComparisons() cel.ProgramOption {
 	return cel.CustomDecoratorV2(func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 		call, ok := i.(interpreter.InterpretableCall)
@@ -96,6 +97,8 @@ func guardComparisons() cel.ProgramOption {
 		switch call.Function() {
 		case "_==_", "_!=_", "@in":
 			return guardedCmp{call}, nil
+		case "matches":
+			return guardedMatch{call}, nil // regex.go
 		}
 		return i, nil
 	})

@@ -64,3 +64,40 @@ func TestComparisonsOfSharedValues(t *testing.T) {
 }
 
 func fmtAny(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestMatchesIsBounded: a match whose string length times its pattern's
+// program passes maxMatchWork is refused with too_large before it runs
+// (without the bound, 1 MiB and `[a-z]{1000}b` ran about 13 s in one
+// call); ordinary matches are unchanged.
+func TestMatchesIsBounded(t *testing.T) {
+	cases := []struct {
+		name, expr string
+		code       mediator.Code
+		want       any
+	}{
+		{"a long string, a large pattern", "lists.range(32).map(i, '" + strings.Repeat("a", 8192) + "').join('').matches('[a-z]{1000}b')", mediator.CodeTooLarge, nil},
+		{"member form", "'abc'.matches('^a.c$')", "", true},
+		{"global form", "matches('abc', 'x')", "", false},
+		{"a long string, a small pattern", "lists.range(32).map(i, '" + strings.Repeat("a", 8192) + "').join('').matches('b')", "", false},
+		{"a bad pattern", "'abc'.matches('(')", mediator.CodeTrap, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := compile(c.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			v, err := p.eval(context.Background(), map[string]any{})
+			if code := mediator.CodeOf(err); err != nil && code != c.code || err == nil && c.code != "" {
+				t.Fatalf("%v (%s), want %q", err, code, c.code)
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("took %v", took)
+			}
+			if c.code == "" && v != c.want {
+				t.Fatalf("%v, want %v", v, c.want)
+			}
+		})
+	}
+}

@@ -69,8 +69,12 @@ var guards = map[string]func(args []ref.Val) (size int, ok bool){
 // guardedOptions redefines each guarded overload of env with the same
 // signature and its own implementation behind the check (cel-go allows a
 // binding to be replaced when the signature is the same).
+//
+// A guard whose overload it cannot find (a cel-go release that renamed
+// one) is an error, not a silent gap: every step then fails to compile.
 func guardedOptions(env *cel.Env) ([]cel.EnvOption, error) {
 	var opts []cel.EnvOption
+	installed := map[string]bool{}
 	for name, fn := range env.Functions() {
 		bindings, err := fn.Bindings()
 		if err != nil {
@@ -119,6 +123,12 @@ func guardedOptions(env *cel.Env) ([]cel.EnvOption, error) {
 				overload = cel.MemberOverload
 			}
 			opts = append(opts, cel.Function(name, overload(o.ID(), o.ArgTypes(), o.ResultType(), binding)))
+			installed[o.ID()] = true
+		}
+	}
+	for id := range guards {
+		if !installed[id] {
+			return nil, fmt.Errorf("workflow: no overload %s with its own binding to guard", id)
 		}
 	}
 	return opts, nil

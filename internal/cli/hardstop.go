@@ -8,8 +8,9 @@ import (
 
 // exitGrace is how long the host waits, after a stop signal, for its runs
 // to end before it ends the process anyway: the host must be gone within
-// 2 s of SIGTERM, and the rest is the margin of a loaded machine.
-const exitGrace = 1500 * time.Millisecond
+// 2 s of SIGTERM, and the rest (0.8 s) is the margin of a loaded machine
+// for the process to be scheduled, exit and be reaped.
+const exitGrace = 1200 * time.Millisecond
 
 // exitAfterGrace calls exit(1) exitGrace after ctx (the signal's context)
 // ends, unless the returned stop is called first, when the host returned

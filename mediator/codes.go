@@ -75,6 +75,10 @@ const (
 	CodeMemoryLimit      Code = "memory_limit"       // the guest needed more than capabilities.maxMemory
 	CodeCallLimit        Code = "call_limit"         // too many restricted API calls in one run
 	CodeExitNonZero      Code = "exit_nonzero"       // the guest exited with a non-zero status
+	// CodeMemoryBusy: the host's budget for guest memory (the sum of the
+	// maxMemory of the runs in one host process) had no room for the run
+	// before its deadline, or is smaller than its maxMemory.
+	CodeMemoryBusy Code = "memory_busy"
 
 	// Python agents (run in the extension's sandbox, decided here).
 	CodeWrongRuntime     Code = "wrong_runtime"     // run-agent of a Python agent, python-run of a WebAssembly one

@@ -36,6 +36,7 @@ run ./wasmhost/ '^BenchmarkInspect$'
 run ./workflow/ '^(BenchmarkPureWorkflow1000|BenchmarkAuthorizeLayer10)$'
 run ./internal/shell/ '^(BenchmarkShellLsR|BenchmarkShellGrepR)$'
 run ./wasmhost/ '^BenchmarkWorkspaceRead1MiB$'
+run ./wasmhost/ '^BenchmarkCompileLargeBody$'
 
 # One line per benchmark, in first-seen order: the medians of ns/op, of
 # ns/call (the log benchmark) and of the multiple of the baseline.

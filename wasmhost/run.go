@@ -152,11 +152,6 @@ func (ru *run) execute(ctx context.Context) Result {
 	if maxMem <= 0 {
 		maxMem = mediator.DefaultMaxMemory
 	}
-	eng, err := ru.rt.engine(ctx, pagesFor(maxMem))
-	if err != nil {
-		return fail(mediator.CodeInternal, "%v", err)
-	}
-
 	// The executionTimeout covers compiling too: a module that is slow to
 	// compile is cut off like one that is slow to run.
 	runCtx, cancelTimeout := context.WithTimeout(ctx, p.Capabilities.Timeout())
@@ -165,7 +160,15 @@ func (ru *run) execute(ctx context.Context) Result {
 	defer ru.cancel(nil)
 	ru.ctx = runCtx
 
-	compiled, res, ok := ru.compiled(ctx, eng, maxMem)
+	// The run waits for room in the host's guest-memory budget within its
+	// own deadline, and holds it until its instance is closed.
+	release, res, ok := ru.reserveMemory(runCtx, maxMem)
+	if !ok {
+		return res
+	}
+	defer release()
+
+	eng, compiled, res, ok := ru.compiled(ctx, pagesFor(maxMem), maxMem)
 	if !ok {
 		return res
 	}
@@ -201,6 +204,7 @@ func (ru *run) execute(ctx context.Context) Result {
 	_, hasStart := exports["_start"]
 	_, hasRun := exports["run"]
 	var mod api.Module
+	var err error
 	switch {
 	case hasStart:
 		mod, err = eng.rt.InstantiateModule(callCtx, compiled, mc)
@@ -232,24 +236,26 @@ func (ru *run) execute(ctx context.Context) Result {
 // hashed and validated when it was compiled, whatever bytes came with this
 // run. Otherwise the bytes are hashed (and must match the recorded hash),
 // validated and compiled, and kept under their hash.
-func (ru *run) compiled(ctx context.Context, eng *engine, maxMem int64) (wazero.CompiledModule, Result, bool) {
+//
+// The engine is the one that compiled it (engines.go chooses).
+func (ru *run) compiled(ctx context.Context, pages uint32, maxMem int64) (*engine, wazero.CompiledModule, Result, bool) {
 	p := ru.spec.Agent.Profile
 	sha := ru.spec.Agent.ModuleSHA256
-	if m, ok := eng.lookup(sha); ok {
+	if eng, m, ok := ru.rt.lookupCompiled(pages, sha); ok {
 		if p.ModuleSHA256 != "" && p.ModuleSHA256 != sha {
-			return nil, fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the profile pins %s", sha, p.ModuleSHA256), false
+			return nil, nil, fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the profile pins %s", sha, p.ModuleSHA256), false
 		}
 		ru.set = ru.chooseSet(sha, compiledImports(m))
-		return m, Result{}, true
+		return eng, m, Result{}, true
 	}
 	sum := sha256.Sum256(ru.spec.Module)
 	got := hex.EncodeToString(sum[:])
 	if sha != "" && sha != got {
-		return nil, fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the agent's record names %s", got, sha), false
+		return nil, nil, fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the agent's record names %s", got, sha), false
 	}
 	sha = got
 	if p.ModuleSHA256 != "" && p.ModuleSHA256 != sha {
-		return nil, fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the profile pins %s", sha, p.ModuleSHA256), false
+		return nil, nil, fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the profile pins %s", sha, p.ModuleSHA256), false
 	}
 	// Nothing reaches wazero before validate: its checks bound what
 	// compiling costs. The grants are checked first, on the imports it read,
@@ -259,26 +265,34 @@ func (ru *run) compiled(ctx context.Context, eng *engine, maxMem int64) (wazero.
 	if info.importsRead {
 		ru.set = ru.chooseSet(sha, info.imports)
 		if res, denied := ru.link(ctx, info.imports); denied {
-			return nil, res, false
+			return nil, nil, res, false
 		}
 	}
 	if verr != nil {
-		return nil, fail(mediator.CodeOf(verr), "%s", mediator.MessageOf(verr)), false
+		return nil, nil, fail(mediator.CodeOf(verr), "%s", mediator.MessageOf(verr)), false
+	}
+	interp, lerr := useInterpreter(info)
+	if lerr != nil {
+		return nil, nil, fail(mediator.CodeOf(lerr), "%s", mediator.MessageOf(lerr)), false
+	}
+	eng, err := ru.rt.engineOf(ctx, engineKey{pages: pages, interp: interp})
+	if err != nil {
+		return nil, nil, fail(mediator.CodeInternal, "%v", err), false
 	}
 	compiled, err := eng.compile(ru.ctx, sha, ru.spec.Module, info)
 	if err != nil {
 		if ru.ctx.Err() != nil {
-			return nil, fail(mediator.CodeTimeout, "compiling the module took longer than its executionTimeout of %v", p.Capabilities.Timeout()), false
+			return nil, nil, fail(mediator.CodeTimeout, "compiling the module took longer than its executionTimeout of %v", p.Capabilities.Timeout()), false
 		}
 		if errors.Is(err, errRuntimeClosed) {
-			return nil, fail(mediator.CodeInternal, "%v", err), false
+			return nil, nil, fail(mediator.CodeInternal, "%v", err), false
 		}
 		if isMemoryLimitErr(err) {
-			return nil, fail(mediator.CodeMemoryLimit, "the module needs more memory than maxMemory (%d bytes): %v", maxMem, err), false
+			return nil, nil, fail(mediator.CodeMemoryLimit, "the module needs more memory than maxMemory (%d bytes): %v", maxMem, err), false
 		}
-		return nil, fail(mediator.CodeInvalidModule, "the module does not compile: %v", err), false
+		return nil, nil, fail(mediator.CodeInvalidModule, "the module does not compile: %v", err), false
 	}
-	return compiled, Result{}, true
+	return eng, compiled, Result{}, true
 }
 
 // link checks imports against the agent's grants. A refusal is recorded in

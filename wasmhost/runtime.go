@@ -27,6 +27,9 @@ type Config struct {
 	// MaxOutputBytes bounds what one run may print (stdout, stderr, log).
 	// Default 1 MiB: it must fit one native-messaging reply.
 	MaxOutputBytes int
+	// MaxGuestMemory bounds the sum of the maxMemory of concurrent runs
+	// (budget.go). Default DefaultMaxGuestMemory.
+	MaxGuestMemory int64
 }
 
 const (
@@ -38,11 +41,12 @@ const (
 // Runtime compiles and runs agent modules. One per host process; runs are
 // isolated instances and may proceed concurrently.
 type Runtime struct {
-	cfg   Config
-	cache wazero.CompilationCache
+	cfg    Config
+	cache  wazero.CompilationCache
+	budget memBudget // guest memory reserved by runs in progress
 
 	mu      sync.Mutex
-	engines map[uint32]*engine // by memory limit in pages
+	engines map[engineKey]*engine // by memory limit in pages and kind
 	closed  bool
 
 	// Compiles run on their own goroutines (see engine.compile). Close
@@ -97,7 +101,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.MaxOutputBytes <= 0 {
 		cfg.MaxOutputBytes = defaultMaxOutput
 	}
-	r := &Runtime{cfg: cfg, engines: map[uint32]*engine{}}
+	r := &Runtime{cfg: cfg, engines: map[engineKey]*engine{}}
 	r.closing, r.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if cfg.CacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
@@ -135,19 +139,21 @@ func (r *Runtime) Close(ctx context.Context) error {
 // errRuntimeClosed is the host's own failure, not the module's.
 var errRuntimeClosed = errors.New("wasmhost: runtime closed")
 
+// engine is the optimizing compiler's engine for a memory limit.
 func (r *Runtime) engine(ctx context.Context, pages uint32) (*engine, error) {
+	return r.engineOf(ctx, engineKey{pages: pages})
+}
+
+func (r *Runtime) engineOf(ctx context.Context, key engineKey) (*engine, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil, errRuntimeClosed
 	}
-	if e, ok := r.engines[pages]; ok {
+	if e, ok := r.engines[key]; ok {
 		return e, nil
 	}
-	rc := wazero.NewRuntimeConfig().
-		WithCompilationCache(r.cache).
-		WithCloseOnContextDone(true). // the execution timeout interrupts loops
-		WithMemoryLimitPages(pages)
+	rc := runtimeConfig(key).WithCompilationCache(r.cache)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
@@ -166,7 +172,7 @@ func (r *Runtime) engine(ctx context.Context, pages uint32) (*engine, error) {
 		return nil, fmt.Errorf("wasmhost: %s: %w", HostModule, err)
 	}
 	e := &engine{rt: rt, hook: r.compileHook, closing: r.closing, compiles: &r.compiles, compiled: map[string]wazero.CompiledModule{}, compiling: map[string]*compileCall{}}
-	r.engines[pages] = e
+	r.engines[key] = e
 	return e, nil
 }
 
@@ -174,13 +180,7 @@ func (r *Runtime) engine(ctx context.Context, pages uint32) (*engine, error) {
 // already (by rec.ModuleSHA256, under its memory limit): such a run needs
 // no module bytes, so the caller may skip reading them from the store.
 func (r *Runtime) Compiled(rec mediator.AgentRecord) bool {
-	r.mu.Lock()
-	e, ok := r.engines[pagesFor(rec.Profile.Capabilities.MaxMemory)]
-	r.mu.Unlock()
-	if !ok {
-		return false
-	}
-	_, ok = e.lookup(rec.ModuleSHA256)
+	_, _, ok := r.lookupCompiled(pagesFor(rec.Profile.Capabilities.MaxMemory), rec.ModuleSHA256)
 	return ok
 }
 

@@ -64,6 +64,11 @@ type moduleInfo struct {
 	// tableSec is where the table section starts (its id byte), where its
 	// contents start, and where it ends.
 	tableSec [3]int
+	// maxBody is the size of the largest function body and codeBytes the
+	// code section's: they choose the engine that compiles the module
+	// (engines.go).
+	maxBody   uint32
+	codeBytes int
 }
 
 // tablePatch locates one table's limits: the flag byte and the end of the
@@ -366,11 +371,13 @@ func (v *validator) elementSection(s *reader) {
 }
 
 func (v *validator) codeSection(s *reader) {
+	v.info.codeBytes = len(s.b)
 	v.bodies = s.count("function bodies", maxFunctions)
 	total := uint64(0)
 	for i := range v.bodies {
 		fn := v.funcs - v.defined + i // its index among all functions
 		size := s.u32()
+		v.info.maxBody = max(v.info.maxBody, size)
 		if size > maxBodyBytes && s.err == nil {
 			s.limit("function %d's body is %d bytes; the limit is %d", fn, size, maxBodyBytes)
 		}

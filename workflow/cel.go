@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -36,9 +37,9 @@ const (
 )
 
 var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(
+	env, err := cel.NewEnv(
 		cel.Variable("r", cel.MapType(cel.StringType, cel.DynType)),
-		ext.Strings(), ext.Lists(), ext.Math(), ext.Sets(), ext.Encoders(), ext.TwoVarComprehensions(),
+		ext.Strings(), ext.Lists(ext.ListsMaxRangeSize(MaxListItems)), ext.Math(), ext.Sets(), ext.Encoders(), ext.TwoVarComprehensions(),
 		cel.OptionalTypes(),
 		cel.Function("json.parse", cel.Overload("json_parse_string", []*cel.Type{cel.StringType}, cel.DynType,
 			cel.UnaryBinding(jsonParse))),
@@ -52,6 +53,14 @@ var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
 				return types.Double(math.Pow(float64(a.(types.Double)), float64(b.(types.Double))))
 			}))),
 	)
+	if err != nil {
+		return nil, err
+	}
+	guarded, err := guardedOptions(env)
+	if err != nil {
+		return nil, err
+	}
+	return env.Extend(guarded...)
 })
 
 // program is a compiled pure step.
@@ -99,7 +108,7 @@ func compileNew(expr string) (program, error) {
 	if iss.Err() != nil {
 		return program{}, mediator.Errorf(mediator.CodeInvalidWorkflow, "%s", mediator.Truncate(iss.Err().Error(), 400))
 	}
-	prg, err := env.Program(ast, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
+	prg, err := env.Program(ast, cel.CostLimit(CostLimit), cel.CostTracking(costs{}), outputTrackers(), guardComparisons(), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return program{}, mediator.Errorf(mediator.CodeInvalidWorkflow, "%s", mediator.Truncate(err.Error(), 400))
 	}
@@ -149,16 +158,36 @@ func (p program) eval(ctx context.Context, r map[string]any) (any, error) {
 	defer cancel()
 	out, _, err := p.prg.ContextEval(ctx, map[string]any{"r": r})
 	if err != nil {
-		return nil, mediator.Errorf(mediator.CodeTrap, "the expression failed: %s", mediator.Truncate(err.Error(), 400))
+		code := mediator.CodeTrap
+		if errors.Is(err, errTooLarge) {
+			code = mediator.CodeTooLarge
+		}
+		return nil, mediator.Errorf(code, "the expression failed: %s", mediator.Truncate(err.Error(), 400))
 	}
-	v, err := toPlain(out, 0)
+	b := budget{left: MaxValueBytes}
+	v, err := toPlain(out, 0, &b)
+	if errors.Is(err, errTooLarge) {
+		return nil, checkResult(MaxValueBytes + 1)
+	}
 	if err != nil {
 		return nil, mediator.Errorf(mediator.CodeTrap, "the expression's value is not JSON: %v", err)
+	}
+	// The walk's count is close to the encoding's size, not equal to it
+	// (escapes, number digits): the bound is on the bytes.
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return nil, mediator.Errorf(mediator.CodeTrap, "the expression's value is not JSON: %v", err)
+	}
+	if err := checkResult(len(enc)); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
 
 func jsonParse(v ref.Val) ref.Val {
+	if n := len(v.(types.String)); n > MaxValueBytes {
+		return tooLarge("json.parse", n, MaxValueBytes)
+	}
 	var out any
 	if err := json.Unmarshal([]byte(v.(types.String)), &out); err != nil {
 		return types.NewErr("json.parse: %v", err)
@@ -167,13 +196,20 @@ func jsonParse(v ref.Val) ref.Val {
 }
 
 func jsonStringify(v ref.Val) ref.Val {
-	native, err := toPlain(v, 0)
+	bud := budget{left: MaxValueBytes}
+	native, err := toPlain(v, 0, &bud)
+	if errors.Is(err, errTooLarge) {
+		return tooLarge("json.stringify", MaxValueBytes+1, MaxValueBytes)
+	}
 	if err != nil {
 		return types.NewErr("json.stringify: %v", err)
 	}
 	b, err := json.Marshal(native)
 	if err != nil {
 		return types.NewErr("json.stringify: %v", err)
+	}
+	if len(b) > MaxValueBytes {
+		return tooLarge("json.stringify", len(b), MaxValueBytes)
 	}
 	return types.String(b)
 }
@@ -205,9 +241,22 @@ const maxDepth = 200
 
 // toPlain converts a CEL value to the plain Go values encoding/json
 // writes: the form results travel in (task-result events, later steps).
-func toPlain(v ref.Val, depth int) (any, error) {
+// It takes from b about one unit per byte of JSON and fails with
+// errTooLarge when b runs out: a CEL list may hold the same list twice at
+// every level, and converting it would copy every path.
+func toPlain(v ref.Val, depth int, b *budget) (any, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
+	}
+	n := 8
+	switch x := v.(type) {
+	case types.String:
+		n = len(x) + 2
+	case types.Bytes:
+		n = len(x)*4/3 + 2
+	}
+	if !b.take(n) {
+		return nil, errTooLarge
 	}
 	switch x := v.(type) {
 	case types.Null:
@@ -231,12 +280,12 @@ func toPlain(v ref.Val, depth int) (any, error) {
 		if !x.HasValue() {
 			return nil, nil
 		}
-		return toPlain(x.GetValue(), depth+1)
+		return toPlain(x.GetValue(), depth+1, b)
 	case traits.Mapper:
 		out := map[string]any{}
 		for it := x.Iterator(); it.HasNext() == types.True; {
 			k := it.Next()
-			val, err := toPlain(x.Get(k), depth+1)
+			val, err := toPlain(x.Get(k), depth+1, b)
 			if err != nil {
 				return nil, err
 			}
@@ -246,7 +295,7 @@ func toPlain(v ref.Val, depth int) (any, error) {
 	case traits.Lister:
 		out := []any{}
 		for it := x.Iterator(); it.HasNext() == types.True; {
-			val, err := toPlain(it.Next(), depth+1)
+			val, err := toPlain(it.Next(), depth+1, b)
 			if err != nil {
 				return nil, err
 			}

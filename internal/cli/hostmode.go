@@ -60,6 +60,9 @@ func runHost(ctx context.Context, env Env) int {
 	}
 	log, closeLog := openLog(dir, env.Stderr)
 	defer closeLog()
+	// Deferred early, so it runs last: Runtime.Close and the store's close
+	// are inside the grace too.
+	defer exitAfterGrace(ctx, log, os.Exit)()
 
 	cfg, err := datadir.LoadConfig(dir)
 	if err != nil {
@@ -84,7 +87,7 @@ func runHost(ctx context.Context, env Env) int {
 	}
 	// Creating the runtime compiles nothing; the first run-agent does, or
 	// loads the module from the cache an earlier process filled.
-	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(dir, "wasm-cache")})
+	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(dir, "wasm-cache"), MaxGuestMemory: cfg.MaxGuestMemory})
 	if err != nil {
 		log.Error("wasm runtime did not start", "err", err)
 		return 1

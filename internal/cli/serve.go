@@ -98,7 +98,7 @@ func runServe(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(dir, "wasm-cache")})
+	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(dir, "wasm-cache"), MaxGuestMemory: cfg.MaxGuestMemory})
 	if err != nil {
 		return err
 	}

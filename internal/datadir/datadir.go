@@ -68,6 +68,10 @@ type Config struct {
 	UnsafeProxyURL string `json:"unsafeProxyURL,omitempty"`
 	// MaxResponseBytes caps a fetched body; 0 means netproxy's default (32 MiB).
 	MaxResponseBytes int64 `json:"maxResponseBytes,omitempty"`
+	// MaxGuestMemory bounds the sum of the maxMemory of the agent runs one
+	// host process holds at once; 0 means wasmhost's default (2 GiB). A run
+	// that finds no room waits, then fails with memory_busy.
+	MaxGuestMemory int64 `json:"maxGuestMemory,omitempty"`
 	// StaticHosts answers these names with these addresses before DNS, like
 	// a hosts file (the demo and tests use it; no traffic leaves the machine).
 	// The answers still pass every address check, so a name mapped to a

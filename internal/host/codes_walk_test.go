@@ -261,6 +261,11 @@ func refusalScenarios() []codeScenario {
 				"params": map[string]any{"command": "echo this line is longer than sixteen bytes > full.txt"}})
 			w.st = small.st
 		}},
+		{code: mediator.CodeMemoryBusy, entry: "run-agent asking more guest memory than the host's whole budget", scenario: func(w *walk) {
+			w.h.mustOK("install-agent", map[string]any{"profile": map[string]any{"agentId": "greedy", "permissions": map[string]any{"required": []string{}},
+				"capabilities": map[string]any{"maxMemory": 3 << 30}}, "module": base64.StdEncoding.EncodeToString(emptyModule)}, nil)
+			w.h.call("run-agent", map[string]any{"agentId": "greedy"})
+		}},
 		{code: mediator.CodeRevokedByUser, entry: "network-fetch", scenario: func(w *walk) {
 			w.h.mustOK("revoke", map[string]any{"agentId": "revoked", "permission": "network.fetch"}, nil)
 			w.fetch("revoked", w.web.URL+"/ok", nil)

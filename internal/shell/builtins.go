@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -118,9 +117,9 @@ func (sh *Shell) builtin(ctx context.Context, name string, args []string, in []b
 		}
 		return sh.WS.WriteFile(f.files[1], b, false)
 	case "ls":
-		return sh.ls(f, out)
+		return sh.ls(ctx, f, out)
 	case "find":
-		return sh.find(f, out)
+		return sh.find(ctx, f, out)
 	}
 	// cat, head, tail, wc, grep read files, or stdin when given none.
 	sources := f.files
@@ -133,7 +132,12 @@ func (sh *Shell) builtin(ctx context.Context, name string, args []string, in []b
 	if len(sources) == 0 {
 		return filter(name, f, "", in, out)
 	}
+	// cat, head, tail and wc are linear in an input of at most
+	// MaxOutputBytes (milliseconds): the deadline is checked between files.
 	for _, p := range sources {
+		if err := cancelled(ctx, name); err != nil {
+			return err
+		}
 		b, err := sh.read(p)
 		if err != nil {
 			return err
@@ -200,15 +204,16 @@ func (sh *Shell) grep(ctx context.Context, f flags, pattern string, files []stri
 	if f.set['i'] {
 		pattern = "(?i)" + pattern
 	}
-	// RE2: matching takes time linear in the input, whatever the pattern.
-	re, err := regexp.Compile(pattern)
+	// RE2: matching takes time linear in the input, whatever the pattern;
+	// the matcher bounds the factor and checks the deadline inside a line.
+	m, err := compileMatcher(pattern)
 	if err != nil {
-		return mediator.Errorf(mediator.CodeBadRequest, "grep: %v", err)
+		return err
 	}
 	if f.set['r'] {
 		var expanded []string
 		for _, p := range files {
-			names, err := sh.walk(p, "", "f")
+			names, err := sh.walk(ctx, p, "", "f")
 			if err != nil {
 				return err
 			}
@@ -222,11 +227,15 @@ func (sh *Shell) grep(ctx context.Context, f flags, pattern string, files []stri
 		// are slices of it, with no scanner buffer to allocate per file.
 		for line := range bytes.Lines(b) {
 			n++
-			if ctx.Err() != nil {
-				return mediator.Errorf(mediator.CodeTimeout, "grep was cancelled")
+			if err := cancelled(ctx, "grep"); err != nil {
+				return err
 			}
 			line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-			if re.Match(line) == f.set['v'] {
+			matched := m.match(ctx, line)
+			if err := cancelled(ctx, "grep"); err != nil {
+				return err // the match may have been cut short
+			}
+			if matched == f.set['v'] {
 				continue
 			}
 			count++
@@ -254,6 +263,9 @@ func (sh *Shell) grep(ctx context.Context, f flags, pattern string, files []stri
 		return one("", in)
 	}
 	for _, p := range files {
+		if err := cancelled(ctx, "grep"); err != nil {
+			return err
+		}
 		b, err := sh.read(p)
 		if err != nil {
 			return err
@@ -265,7 +277,7 @@ func (sh *Shell) grep(ctx context.Context, f flags, pattern string, files []stri
 	return nil
 }
 
-func (sh *Shell) ls(f flags, out io.Writer) error {
+func (sh *Shell) ls(ctx context.Context, f flags, out io.Writer) error {
 	dirs := f.files
 	if len(dirs) == 0 {
 		dirs = []string{"."}
@@ -275,7 +287,7 @@ func (sh *Shell) ls(f flags, out io.Writer) error {
 			return mediator.Errorf(mediator.CodePathNotAllowed, "ls lists inside the workspace only")
 		}
 		if f.set['R'] {
-			names, err := sh.walk(d, "", "")
+			names, err := sh.walk(ctx, d, "", "")
 			if err != nil {
 				return err
 			}
@@ -311,7 +323,7 @@ func (sh *Shell) ls(f flags, out io.Writer) error {
 	return nil
 }
 
-func (sh *Shell) find(f flags, out io.Writer) error {
+func (sh *Shell) find(ctx context.Context, f flags, out io.Writer) error {
 	start := "."
 	if len(f.files) > 0 {
 		start = f.files[0]
@@ -319,7 +331,7 @@ func (sh *Shell) find(f flags, out io.Writer) error {
 	if outside(start) {
 		return mediator.Errorf(mediator.CodePathNotAllowed, "find searches inside the workspace only")
 	}
-	names, err := sh.walk(start, f.name, f.typ)
+	names, err := sh.walk(ctx, start, f.name, f.typ)
 	if err != nil {
 		return err
 	}
@@ -332,11 +344,16 @@ func (sh *Shell) find(f flags, out io.Writer) error {
 }
 
 // walk lists start's tree inside the workspace, filtered by a name
-// pattern and a type ("f" files, "d" directories, "" both).
-func (sh *Shell) walk(start, pattern, typ string) ([]string, error) {
+// pattern and a type ("f" files, "d" directories, "" both). A tree can
+// be as large as the workspace's file quota: the deadline is checked at
+// each directory.
+func (sh *Shell) walk(ctx context.Context, start, pattern, typ string) ([]string, error) {
 	var out []string
 	var visit func(dir string) error
 	visit = func(dir string) error {
+		if err := cancelled(ctx, "the walk"); err != nil {
+			return err
+		}
 		ents, err := sh.WS.ReadDir(dir)
 		if err != nil {
 			return err

@@ -1,0 +1,115 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+// TestGrepHonoursTheDeadlineInsideALine: one 1 MiB line and a pattern of
+// a thousand instructions is a billion steps (13 s before the check
+// inside a line); grep now ends within the deadline and a margin, with
+// the timeout code.
+func TestGrepHonoursTheDeadlineInsideALine(t *testing.T) {
+	f := newFixture(t)
+	line := strings.Repeat("a", 1<<20-1) + "\n"
+	if err := f.ws.WriteFile("long.txt", []byte(line), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ws.WriteFile("long2.txt", []byte(line), false); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	const deadline = 300 * time.Millisecond
+	// The margin covers one check interval (milliseconds) and a loaded
+	// machine under the race detector.
+	const margin = 1500 * time.Millisecond
+	for _, tc := range []struct{ name, line string }{
+		{"grep", "grep '[[:alpha:]]{1000}b' long.txt"},
+		{"grep -v -c", "grep -vc '[[:alpha:]]{1000}b' long.txt"},
+		{"grep -i over two files", "grep -i '[[:alpha:]]{1000}B' long.txt long2.txt"},
+		{"grep -r", "grep -r '[[:alpha:]]{1000}b' ."},
+		{"grep in a pipe", "cat long.txt | grep '[[:alpha:]]{1000}b'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sh := &Shell{WS: f.ws, Decide: AtLevel("high", nil), Outside: root}
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			start := time.Now()
+			err := sh.Run(ctx, tc.line, &bytes.Buffer{})
+			took := time.Since(start)
+			if mediator.CodeOf(err) != mediator.CodeTimeout {
+				t.Fatalf("got %v (%s), want timeout", err, mediator.CodeOf(err))
+			}
+			t.Logf("replied after %v", took)
+			if took > deadline+margin {
+				t.Fatalf("replied after %v, past the deadline of %v and a margin of %v", took, deadline, margin)
+			}
+		})
+	}
+}
+
+// TestGrepLongLinesMatchAsBefore: the reader path gives regexp.Match's
+// answers, invalid UTF-8 included.
+func TestGrepLongLinesMatchAsBefore(t *testing.T) {
+	long := strings.Repeat("a", 64<<10)
+	for _, tc := range []struct{ name, pattern, line string }{
+		{"match at the end", "a{100}b", long + "b"},
+		{"no match", "a{100}b", long},
+		{"match at the start", "^b[[:alpha:]]{200}", "b" + long},
+		{"anchored end", "a{200}$", long},
+		{"invalid UTF-8", "\\x{fffd}a{100}", "\xff" + long},
+		{"case-folded", "(?i)A{100}B", long + "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := compileMatcher(tc.pattern)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tc.line)*m.insts <= stepsPerCheck {
+				t.Fatalf("the line is short enough for the fast path: %d insts", m.insts)
+			}
+			want := regexp.MustCompile(tc.pattern).MatchString(tc.line)
+			if got := m.match(context.Background(), []byte(tc.line)); got != want {
+				t.Fatalf("got %v, regexp says %v", got, want)
+			}
+		})
+	}
+}
+
+// TestGrepPatternBound: a pattern compiling past MaxPatternInsts is
+// refused with too_large before any input is read.
+func TestGrepPatternBound(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name, pattern string
+		code          mediator.Code
+	}{
+		{"fits", "[[:alpha:]]{1000}", ""},
+		{"too large", strings.Repeat("[[:alpha:]]{1000}", 21), mediator.CodeTooLarge},
+		{"bad syntax", "a(", mediator.CodeBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.run(t, "high", "grep '"+tc.pattern+"' a.txt")
+			if tc.code == "" {
+				if err != nil && mediator.CodeOf(err) != mediator.CodeNotFound && !strings.Contains(err.Error(), "exit") {
+					t.Fatalf("got %v", err)
+				}
+				return
+			}
+			if mediator.CodeOf(err) != tc.code {
+				t.Fatalf("got %v (%s), want %s", err, mediator.CodeOf(err), tc.code)
+			}
+		})
+	}
+}

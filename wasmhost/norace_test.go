@@ -1,0 +1,5 @@
+//go:build !race
+
+package wasmhost
+
+const raceEnabled = false

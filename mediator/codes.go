@@ -75,6 +75,7 @@ const (
 	CodeMemoryLimit      Code = "memory_limit"       // the guest needed more than capabilities.maxMemory
 	CodeCallLimit        Code = "call_limit"         // too many restricted API calls in one run
 	CodeExitNonZero      Code = "exit_nonzero"       // the guest exited with a non-zero status
+	CodeCompileTimeout   Code = "compile_timeout"    // compiling the module passed the host's compile budget; the run never started
 	// CodeMemoryBusy: the host's budget for guest memory (the sum of the
 	// maxMemory of the runs in one host process) had no room for the run
 	// before its deadline, or is smaller than its maxMemory.
@@ -203,7 +204,7 @@ func MessageOf(err error) string {
 func IsRefusal(code Code) bool {
 	switch code {
 	case "", CodeAllowed, CodeInternal,
-		CodeTimeout, CodeTrap, CodeMemoryLimit, CodeCallLimit, CodeExitNonZero,
+		CodeTimeout, CodeCompileTimeout, CodeTrap, CodeMemoryLimit, CodeCallLimit, CodeExitNonZero,
 		CodeUpstreamError, CodeDNSError, CodeNotFound, CodeDependencyFailed,
 		CodeAuditBadSignature, CodeAuditTruncated, CodeAuditInconsistent:
 		return false

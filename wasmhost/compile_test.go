@@ -27,25 +27,43 @@ func slowToCompile() []byte {
 	return wmodule{funcs: 40, funcLocals: 1, funcBody: body, start: []byte{0x01}}.bytes()
 }
 
-// TestCompileCountsAgainstTimeout: compiling is part of the run's
-// executionTimeout. The run ends at its deadline with timeout, not seconds
-// later with ok, even though the module compiles slowly without breaking a
-// limit.
-func TestCompileCountsAgainstTimeout(t *testing.T) {
-	rt, err := New(context.Background(), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close(context.Background())
-	res, _ := runHostile(t, rt, slowToCompile(), mediator.Capabilities{ExecutionTimeout: 300})
-	if res.Code != mediator.CodeTimeout || !strings.Contains(res.Error, "compiling") {
-		t.Fatalf("result %q (%s) after %v; want timeout while compiling", res.Status, res.Error, res.Duration)
-	}
-	// The compile goes on until wazero finishes the function it is in; the
-	// run does not wait for that.
-	if res.Duration > 3*time.Second {
-		t.Fatalf("the run took %v for a 300 ms executionTimeout", res.Duration)
-	}
+// TestCompileHasItsOwnBudget: compiling is not running. A module that
+// compiles slowly, within every limit, runs to its end under a short
+// executionTimeout when the compile budget allows the compile (the
+// executionTimeout counts the run, from a compiled module), and ends with
+// compile_timeout, not seconds later, when the compile budget does not.
+func TestCompileHasItsOwnBudget(t *testing.T) {
+	t.Run("the compile does not count against executionTimeout", func(t *testing.T) {
+		rt, err := New(context.Background(), Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close(context.Background())
+		res, _ := runHostile(t, rt, slowToCompile(), mediator.Capabilities{ExecutionTimeout: 300})
+		if res.Status != "ok" || res.Compile != CompileFresh {
+			t.Fatalf("result %q (%s) compile %q after %v; want ok, compiled fresh", res.Status, res.Error, res.Compile, res.Duration)
+		}
+		again, _ := runHostile(t, rt, slowToCompile(), mediator.Capabilities{ExecutionTimeout: 300})
+		if again.Status != "ok" || again.Compile != CompileMemory {
+			t.Fatalf("second run %q compile %q", again.Status, again.Compile)
+		}
+	})
+	t.Run("the compile budget ends a compile", func(t *testing.T) {
+		rt, err := New(context.Background(), Config{CompileTimeout: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close(context.Background())
+		res, _ := runHostile(t, rt, slowToCompile(), mediator.Capabilities{ExecutionTimeout: 60_000})
+		if res.Code != mediator.CodeCompileTimeout || !strings.Contains(res.Error, "compile budget") {
+			t.Fatalf("result %q (%s) after %v; want compile_timeout", res.Status, res.Error, res.Duration)
+		}
+		// The compile goes on until wazero finishes the function it is
+		// in; the run does not wait for that.
+		if res.Duration > 3*time.Second {
+			t.Fatalf("the run took %v for a 300 ms compile budget", res.Duration)
+		}
+	})
 }
 
 func shaOf(b []byte) string {
@@ -55,10 +73,11 @@ func shaOf(b []byte) string {
 
 // TestCompileDoesNotStallOtherRuns: while one module's compile is held
 // still, another agent with the same memory limit (so the same engine)
-// compiles and runs its own module, and a second run of the held module
-// ends at its own deadline instead of waiting for the first.
+// compiles and runs its own module, and runs of the held module end at
+// the compile budget instead of waiting on it; once it is free, the module
+// compiles and runs.
 func TestCompileDoesNotStallOtherRuns(t *testing.T) {
-	rt, err := New(context.Background(), Config{})
+	rt, err := New(context.Background(), Config{CompileTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +118,16 @@ func TestCompileDoesNotStallOtherRuns(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("another agent's run waited for an unrelated compile")
 	}
-	if res := <-run("second", held, 200); res.Code != mediator.CodeTimeout {
-		t.Fatalf("a second run of the held module: %q (%s); want timeout at its own deadline", res.Status, res.Error)
+	if res := <-run("second", held, 200); res.Code != mediator.CodeCompileTimeout {
+		t.Fatalf("a second run of the held module: %q (%s); want compile_timeout at the compile budget", res.Status, res.Error)
+	}
+	// The held compile is ended by the compile budget too: nothing waits
+	// on a compile past it.
+	if res := <-first; res.Code != mediator.CodeCompileTimeout {
+		t.Fatalf("the first run, whose compile was held past the budget: %+v", res)
 	}
 	release()
-	if res := <-first; res.Status != "ok" {
-		t.Fatalf("the first run, once its compile went on: %+v", res)
+	if res := <-run("third", held, 60_000); res.Status != "ok" {
+		t.Fatalf("a run once the compile is free: %+v", res)
 	}
 }

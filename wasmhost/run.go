@@ -77,7 +77,12 @@ type Event struct {
 
 // Result is how a run ended. Code is empty when it succeeded.
 type Result struct {
-	Status   string            `json:"status"` // "ok" or the code
+	Status string `json:"status"` // "ok" or the code
+	// Compile says where the run's compiled module came from: this
+	// process ("memory"), the on-disk compilation cache ("disk"), or a
+	// compile now ("fresh": no cached compilation was found, as when the
+	// cache was removed; an installed agent is compiled at install).
+	Compile  string            `json:"compile,omitempty"`
 	Code     mediator.Code     `json:"code,omitempty"`
 	Error    string            `json:"error,omitempty"`
 	ExitCode uint32            `json:"exitCode"`
@@ -105,6 +110,7 @@ type run struct {
 	out     bytes.Buffer
 	denials []mediator.Denial
 	set     runSet // chosen once the imports are read; its zero value links nothing but input and result
+	compile string // Result.Compile
 }
 
 type runKey struct{}
@@ -120,6 +126,9 @@ func (r *Runtime) Run(ctx context.Context, spec RunSpec) (Result, error) {
 	start := time.Now()
 	ru := &run{rt: r, spec: spec}
 	res := ru.execute(ctx)
+	if res.Compile == "" {
+		res.Compile = ru.compile
+	}
 	if mediator.IsRefusal(res.Code) && !slices.ContainsFunc(ru.denials, func(d mediator.Denial) bool { return d.Code == res.Code }) {
 		// A run the runtime refused as a whole (a module wazero will not
 		// compile, one past a limit, an output past its budget) is a
@@ -152,26 +161,32 @@ func (ru *run) execute(ctx context.Context) Result {
 	if maxMem <= 0 {
 		maxMem = mediator.DefaultMaxMemory
 	}
-	// The executionTimeout covers compiling too: a module that is slow to
-	// compile is cut off like one that is slow to run.
+	// Waiting for room in the host's guest-memory budget counts against
+	// the executionTimeout; compiling has its own budget
+	// (Config.CompileTimeout), since compiling is not running; the
+	// executionTimeout then counts the run itself, from a compiled module.
+	wait, cancelWait := context.WithTimeout(ctx, p.Capabilities.Timeout())
+	release, res, ok := ru.reserveMemory(wait, maxMem)
+	cancelWait()
+	if !ok {
+		return res
+	}
+	defer release()
+
+	compileCtx, cancelCompile := context.WithTimeout(ctx, ru.rt.cfg.CompileTimeout)
+	eng, compiled, res, ok := ru.compiled(ctx, compileCtx, pagesFor(maxMem), maxMem)
+	cancelCompile()
+	if !ok {
+		return res
+	}
+	ru.compile = res.Compile
+
 	runCtx, cancelTimeout := context.WithTimeout(ctx, p.Capabilities.Timeout())
 	defer cancelTimeout()
 	runCtx, ru.cancel = context.WithCancelCause(runCtx)
 	defer ru.cancel(nil)
 	ru.ctx = runCtx
 
-	// The run waits for room in the host's guest-memory budget within its
-	// own deadline, and holds it until its instance is closed.
-	release, res, ok := ru.reserveMemory(runCtx, maxMem)
-	if !ok {
-		return res
-	}
-	defer release()
-
-	eng, compiled, res, ok := ru.compiled(ctx, pagesFor(maxMem), maxMem)
-	if !ok {
-		return res
-	}
 	if res, denied := ru.link(ctx, compiledImports(compiled)); denied {
 		return res
 	}
@@ -238,7 +253,7 @@ func (ru *run) execute(ctx context.Context) Result {
 // validated and compiled, and kept under their hash.
 //
 // The engine is the one that compiled it (engines.go chooses).
-func (ru *run) compiled(ctx context.Context, pages uint32, maxMem int64) (*engine, wazero.CompiledModule, Result, bool) {
+func (ru *run) compiled(ctx, compileCtx context.Context, pages uint32, maxMem int64) (*engine, wazero.CompiledModule, Result, bool) {
 	p := ru.spec.Agent.Profile
 	sha := ru.spec.Agent.ModuleSHA256
 	if eng, m, ok := ru.rt.lookupCompiled(pages, sha); ok {
@@ -246,7 +261,7 @@ func (ru *run) compiled(ctx context.Context, pages uint32, maxMem int64) (*engin
 			return nil, nil, fail(mediator.CodeHashMismatch, "the module's sha256 is %s; the profile pins %s", sha, p.ModuleSHA256), false
 		}
 		ru.set = ru.chooseSet(sha, compiledImports(m))
-		return eng, m, Result{}, true
+		return eng, m, Result{Compile: CompileMemory}, true
 	}
 	sum := sha256.Sum256(ru.spec.Module)
 	got := hex.EncodeToString(sum[:])
@@ -279,10 +294,17 @@ func (ru *run) compiled(ctx context.Context, pages uint32, maxMem int64) (*engin
 	if err != nil {
 		return nil, nil, fail(mediator.CodeInternal, "%v", err), false
 	}
-	compiled, err := eng.compile(ru.ctx, sha, ru.spec.Module, info)
+	how := ru.rt.cachedOnDisk(eng, sha)
+	if _, ok := eng.lookup(sha); ok {
+		how = CompileMemory
+	}
+	compiled, err := eng.compile(compileCtx, sha, ru.spec.Module, info)
 	if err != nil {
-		if ru.ctx.Err() != nil {
-			return nil, nil, fail(mediator.CodeTimeout, "compiling the module took longer than its executionTimeout of %v", p.Capabilities.Timeout()), false
+		if compileCtx.Err() != nil && ctx.Err() == nil {
+			return nil, nil, fail(mediator.CodeCompileTimeout, "compiling the module took longer than the host's compile budget of %v; the run did not start", ru.rt.cfg.CompileTimeout), false
+		}
+		if ctx.Err() != nil {
+			return nil, nil, fail(mediator.CodeTimeout, "the run was cancelled while its module compiled"), false
 		}
 		if errors.Is(err, errRuntimeClosed) {
 			return nil, nil, fail(mediator.CodeInternal, "%v", err), false
@@ -292,7 +314,8 @@ func (ru *run) compiled(ctx context.Context, pages uint32, maxMem int64) (*engin
 		}
 		return nil, nil, fail(mediator.CodeInvalidModule, "the module does not compile: %v", err), false
 	}
-	return eng, compiled, Result{}, true
+	ru.rt.markCompiled(eng, sha)
+	return eng, compiled, Result{Compile: how}, true
 }
 
 // link checks imports against the agent's grants. A refusal is recorded in

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/tetratelabs/wazero"
@@ -27,10 +28,22 @@ type Config struct {
 	// MaxOutputBytes bounds what one run may print (stdout, stderr, log).
 	// Default 1 MiB: it must fit one native-messaging reply.
 	MaxOutputBytes int
+	// CompileTimeout bounds compiling one module, apart from any run's
+	// executionTimeout: compiling is not running, and a first compile on
+	// a busy machine may take far longer than the run will. Default
+	// DefaultCompileTimeout; past it the run ends with compile_timeout.
+	CompileTimeout time.Duration
 	// MaxGuestMemory bounds the sum of the maxMemory of concurrent runs
 	// (budget.go). Default DefaultMaxGuestMemory.
 	MaxGuestMemory int64
 }
+
+// DefaultCompileTimeout is Config.CompileTimeout's default: a Go agent
+// compiles in one or two seconds on an idle laptop and in tens of seconds
+// on a loaded one under the race detector; two minutes leaves room for
+// that and still ends a module that will not compile in any sensible time
+// (the body limits bound what it costs per function).
+const DefaultCompileTimeout = 2 * time.Minute
 
 const (
 	defaultMaxCalls  = 10_000
@@ -66,6 +79,7 @@ type Runtime struct {
 // memory limit is a runtime setting in wazero, so each distinct limit has
 // its own engine; they share the compilation cache.
 type engine struct {
+	key      engineKey
 	rt       wazero.Runtime
 	hook     func(sha string)
 	closing  context.Context
@@ -100,6 +114,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.MaxOutputBytes <= 0 {
 		cfg.MaxOutputBytes = defaultMaxOutput
+	}
+	if cfg.CompileTimeout <= 0 {
+		cfg.CompileTimeout = DefaultCompileTimeout
 	}
 	r := &Runtime{cfg: cfg, engines: map[engineKey]*engine{}}
 	r.closing, r.stop = context.WithCancel(context.WithoutCancel(ctx))
@@ -171,7 +188,7 @@ func (r *Runtime) engineOf(ctx context.Context, key engineKey) (*engine, error) 
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wasmhost: %s: %w", HostModule, err)
 	}
-	e := &engine{rt: rt, hook: r.compileHook, closing: r.closing, compiles: &r.compiles, compiled: map[string]wazero.CompiledModule{}, compiling: map[string]*compileCall{}}
+	e := &engine{key: key, rt: rt, hook: r.compileHook, closing: r.closing, compiles: &r.compiles, compiled: map[string]wazero.CompiledModule{}, compiling: map[string]*compileCall{}}
 	r.engines[key] = e
 	return e, nil
 }

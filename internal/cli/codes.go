@@ -22,7 +22,7 @@ var knownCodes = []mediator.Code{
 	mediator.CodeNoBrowser, mediator.CodeUserDenied, mediator.CodeBlockedByUser, mediator.CodePromptTimeout,
 	mediator.CodeConfirmRequired, mediator.CodePageChanged,
 	mediator.CodeInvalidModule, mediator.CodeModuleLimits, mediator.CodeImportNotGranted, mediator.CodeTrap, mediator.CodeMemoryLimit,
-	mediator.CodeCallLimit, mediator.CodeExitNonZero, mediator.CodeMemoryBusy,
+	mediator.CodeCallLimit, mediator.CodeExitNonZero, mediator.CodeMemoryBusy, mediator.CodeCompileTimeout,
 	mediator.CodeWrongRuntime, mediator.CodeUnknownRun, mediator.CodeUnknownOperation,
 	mediator.CodeInvalidWorkflow, mediator.CodeNotPure, mediator.CodeDependencyFailed,
 	mediator.CodePathNotAllowed, mediator.CodeQuotaExceeded, mediator.CodeNotFound, mediator.CodeShellNotAllowed,

@@ -82,6 +82,7 @@ func refusalScenarios() []codeScenario {
 		{code: mediator.CodeInternal, notRefusal: "the host failing, not refusing: it is reported and logged on stderr"},
 		{code: mediator.CodeTimeout, notRefusal: "how a run or a fetch ended: its executionTimeout passed; the run's result says so"},
 		{code: mediator.CodeTrap, notRefusal: "how a run ended: the guest trapped"},
+		{code: mediator.CodeCompileTimeout, notRefusal: "how a run ended: its module did not compile within the host's compile budget"},
 		{code: mediator.CodeMemoryLimit, notRefusal: "how a run ended: the guest needed more than its maxMemory"},
 		{code: mediator.CodeCallLimit, notRefusal: "how a run ended: it made more calls than a run may"},
 		{code: mediator.CodeExitNonZero, notRefusal: "how a run ended: the guest exited with a status"},

@@ -78,6 +78,17 @@ func handleInstallAgent(ctx context.Context, s *server, req *request) (any, erro
 	}
 	s.fetch.Forget(prof.AgentID)
 	s.log.Info("agent installed", "agent", prof.AgentID, "module", rec.ModuleSHA256, "origin", s.opts.Caller.Origin)
+	if mod != nil && !prof.IsPython() && s.opts.Runtime != nil {
+		// Compiling is not running: the module is compiled now, in the
+		// background and under the compile budget alone, into the
+		// on-disk cache every later host process reads, so the agent's
+		// first run does not spend its executionTimeout compiling.
+		go func() {
+			if err := s.opts.Runtime.Precompile(context.WithoutCancel(ctx), rec, mod); err != nil {
+				s.log.Info("agent not compiled at install", "agent", prof.AgentID, "err", err)
+			}
+		}()
+	}
 	return rec, nil
 }
 

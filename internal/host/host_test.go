@@ -20,6 +20,7 @@ import (
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/wasmhost"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
 )
@@ -39,6 +40,13 @@ func newHarness(t *testing.T, allowed bool, with ...func(*Options)) *harness {
 	return newHarnessWith(t, allowed, store.Options{}, with...)
 }
 
+// newHarnessOn is another host process over h's store, with runtime rt:
+// the browser starts one per connection.
+func newHarnessOn(t *testing.T, h *harness, rt *wasmhost.Runtime) *harness {
+	t.Helper()
+	return newHarnessStore(t, true, h.st, func(o *Options) { o.Runtime = rt })
+}
+
 // newHarnessWith is newHarness over a store opened with so.
 func newHarnessWith(t *testing.T, allowed bool, so store.Options, with ...func(*Options)) *harness {
 	t.Helper()
@@ -47,6 +55,12 @@ func newHarnessWith(t *testing.T, allowed bool, so store.Options, with ...func(*
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newHarnessStore(t, allowed, st, with...)
+}
+
+// newHarnessStore is a host serving over st.
+func newHarnessStore(t *testing.T, allowed bool, st *store.Store, with ...func(*Options)) *harness {
+	t.Helper()
 	fetcher := netproxy.New(netproxy.Config{Resolver: testwasm.Resolver{
 		"rebind.test": {netip.MustParseAddr("127.0.0.1")},
 		"intra.test":  {netip.MustParseAddr("10.1.2.3")},

@@ -34,7 +34,7 @@ run ./internal/store/ '^BenchmarkPolicy$'
 run ./internal/store/ '^BenchmarkMemorySearch$'
 run ./wasmhost/ '^BenchmarkInspect$'
 run ./workflow/ '^(BenchmarkPureWorkflow1000|BenchmarkAuthorizeLayer10)$'
-run ./internal/shell/ '^(BenchmarkShellLsR|BenchmarkShellGrepR)$'
+run ./shell/ '^(BenchmarkShellLsR|BenchmarkShellGrepR)$'
 run ./wasmhost/ '^BenchmarkWorkspaceRead1MiB$'
 run ./wasmhost/ '^BenchmarkCompileLargeBody$'
 

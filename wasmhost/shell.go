@@ -6,7 +6,7 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/agentgate/nmhost/internal/shell"
+	"github.com/agentgate/nmhost/shell"
 	"github.com/agentgate/nmhost/mediator"
 )
 

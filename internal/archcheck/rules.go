@@ -36,7 +36,7 @@ func core() []string {
 // workflows, run shell lines): storage persists, it does not act, so it
 // imports none of them.
 func engines() []string {
-	return []string{"wasmhost", "netproxy", "netproxy/agentfetch", "workflow", "pyagent", "shell", "internal/shell",
+	return []string{"wasmhost", "netproxy", "netproxy/agentfetch", "workflow", "pyagent", "shell",
 		"internal/host", "internal/viewer", "internal/cli", "internal/flows"}
 }
 

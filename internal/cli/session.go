@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/shell"
+	"github.com/agentgate/nmhost/shell"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"golang.org/x/term"

@@ -20,9 +20,9 @@ import (
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
-	"github.com/agentgate/nmhost/wasmhost"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
+	"github.com/agentgate/nmhost/wasmhost"
 )
 
 const testOrigin = "chrome-extension://abcdefghijklmnopabcdefghijklmnop/"

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/shell"
+	"github.com/agentgate/nmhost/shell"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/pyagent"
 )

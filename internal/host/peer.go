@@ -21,6 +21,16 @@ var resultTypes = map[string]string{
 	"prompt-layer-result": "prompt-layer",
 }
 
+// promptTypes are the host's requests that open a window for a person.
+// One that ends without its answer (the run it belongs to ended, its time
+// ran out, the call was cancelled) is withdrawn with a prompt-cancel, so
+// the window closes instead of waiting for an answer nothing reads.
+var promptTypes = map[string]bool{"prompt": true, "prompt-layer": true}
+
+// maxCancelled bounds the withdrawn prompts remembered for their late
+// answers: a late answer to an older one is only dropped and logged.
+const maxCancelled = 256
+
 // DefaultBrowserTimeout bounds a browser-call: long enough for a slow page
 // or the clipboard's offscreen document, short enough that a hung tab does
 // not hold a run until its own timeout.
@@ -33,6 +43,11 @@ type peer struct {
 	next    atomic.Int64
 	mu      sync.Mutex
 	waiting map[string]waiter
+	// cancelled are withdrawn prompts by id, oldest first in order: an
+	// answer that crossed the prompt-cancel on the way is refused and
+	// recorded as theirs.
+	cancelled map[string]mediator.Denial
+	order     []string
 }
 
 type waiter struct {
@@ -55,7 +70,24 @@ func (p *peer) deliver(req *request) {
 	} else {
 		ok = false
 	}
+	late, wasCancelled := p.cancelled[id]
+	if !ok && wasCancelled && resultTypes[req.Type] == "prompt" {
+		delete(p.cancelled, id)
+	} else {
+		wasCancelled = false
+	}
 	p.mu.Unlock()
+	if wasCancelled {
+		// The person answered a prompt the host had withdrawn: the
+		// answer counts for nothing, and is on the record as refused.
+		var res struct {
+			Answer string `json:"answer"`
+		}
+		_ = json.Unmarshal(req.Raw, &res)
+		late.Context.Details["answer"] = clip(res.Answer)
+		p.s.recordDenial(context.Background(), late)
+		return
+	}
 	if !ok {
 		p.s.log.Warn("result dropped: nobody waits for it", "type", req.Type, "id", clip(id))
 		return
@@ -95,13 +127,57 @@ func (p *peer) ask(ctx context.Context, typ string, timeout time.Duration, field
 	case r := <-w.ch:
 		return r, nil
 	case <-timer.C:
+		p.withdraw(id, typ, fields, "its time ran out")
 		return nil, mediator.Errorf(mediator.CodeTimeout, "the extension did not answer %s within %v", typ, timeout)
 	case <-p.s.broken:
 		return nil, mediator.Errorf(mediator.CodeNoBrowser, "the extension went away before answering %s", typ)
 	case <-p.s.inputEnded:
 		return nil, mediator.Errorf(mediator.CodeNoBrowser, "the extension closed the connection before answering %s", typ)
 	case <-ctx.Done():
+		cause := context.Cause(ctx)
+		if mediator.CodeOf(cause) == mediator.CodePromptCancelled {
+			// The run ended (pythonRun.end): the call is refused for
+			// that, not as a prompt nobody answered.
+			p.withdraw(id, typ, fields, mediator.MessageOf(cause))
+			return nil, &mediator.Error{Code: mediator.CodePromptCancelled, Msg: mediator.MessageOf(cause), Err: ctx.Err()}
+		}
+		p.withdraw(id, typ, fields, "the call it was for was cancelled")
 		return nil, &mediator.Error{Code: mediator.CodeTimeout, Msg: typ + " was cancelled", Err: ctx.Err()}
+	}
+}
+
+// withdraw tells the extension that prompt id is over (prompt-cancel): its
+// window closes and an answer given to it counts for nothing. The prompt
+// is kept, bounded, so an answer already on its way is refused and
+// recorded (deliver). Requests other than prompts are not withdrawn.
+func (p *peer) withdraw(id, typ string, fields map[string]any, why string) {
+	if !promptTypes[typ] {
+		return
+	}
+	// A layer's prompt speaks for a workflow, not one agent's operation:
+	// its late answer is dropped and logged by deliver, not kept here.
+	if typ == "prompt" {
+		agent, _ := fields["agentId"].(string)
+		op, _ := fields["operation"].(string)
+		perm, _ := fields["permission"].(mediator.Permission)
+		late := mediator.Denial{AgentID: agent, Permission: string(perm), Code: mediator.CodePromptCancelled,
+			Context: mediator.DenialContext{Reason: "answered after the prompt was withdrawn: " + why,
+				Details: map[string]string{"operation": op, "promptId": id}}}
+		p.mu.Lock()
+		if p.cancelled == nil {
+			p.cancelled = map[string]mediator.Denial{}
+		}
+		p.cancelled[id] = late
+		p.order = append(p.order, id)
+		if len(p.order) > maxCancelled {
+			delete(p.cancelled, p.order[0])
+			p.order = p.order[1:]
+		}
+		p.mu.Unlock()
+	}
+	rawID, _ := json.Marshal(id)
+	if err := p.s.write(rawID, map[string]any{"id": id, "type": "prompt-cancel", "code": mediator.CodePromptCancelled, "reason": why}); err != nil {
+		p.s.log.Warn("prompt-cancel not sent", "id", id, "err", err)
 	}
 }
 

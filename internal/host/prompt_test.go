@@ -18,23 +18,46 @@ import (
 // promptScript answers prompts with the next answer and keeps what the
 // prompts showed.
 type promptScript struct {
-	mu      sync.Mutex
-	answers []string
-	shown   []map[string]any
+	mu        sync.Mutex
+	answers   []string // "late" answers allow-once only after the prompt was withdrawn
+	shown     []map[string]any
+	withdrawn []map[string]any // the prompt-cancel messages
+	cancelled map[string]chan struct{}
 }
 
 func (p *promptScript) handle(typ string, msg json.RawMessage) map[string]any {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	var m map[string]any
 	json.Unmarshal(msg, &m)
+	p.mu.Lock()
+	if typ == "prompt-cancel" {
+		p.withdrawn = append(p.withdrawn, m)
+		if ch := p.cancelled[fmt.Sprint(m["id"])]; ch != nil {
+			close(ch)
+		}
+		p.mu.Unlock()
+		return nil
+	}
 	p.shown = append(p.shown, m)
 	if typ != "prompt" || len(p.answers) == 0 {
+		p.mu.Unlock()
 		return map[string]any{"answer": "deny"}
 	}
 	a := p.answers[0]
 	p.answers = p.answers[1:]
-	return map[string]any{"answer": a}
+	if a != "late" {
+		p.mu.Unlock()
+		return map[string]any{"answer": a}
+	}
+	// "late": wait until the host withdraws this prompt, then allow it,
+	// as a person clicking just as the window closes would.
+	if p.cancelled == nil {
+		p.cancelled = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	p.cancelled[fmt.Sprint(m["id"])] = ch
+	p.mu.Unlock()
+	<-ch
+	return map[string]any{"answer": "allow-once"}
 }
 
 func (p *promptScript) count() int {

@@ -400,7 +400,10 @@ func clickPrompt(t testing.TB, tg *target.Info, answer string) {
 	// The click is deferred a little: it closes the window, and a close
 	// that beats the evaluation's reply fails it with "target detached"
 	// although the answer was given (seen under load).
-	waitFor(t, ctx, fmt.Sprintf("document.readyState === 'complete' && %s && (setTimeout(() => document.getElementById(%q).click(), 50), true)", promptShown, answer))
+	// The buttons are inert for a moment after the window shows (and
+	// again when it regains focus): the condition waits that out, and the
+	// click is repeated until one lands on a live button.
+	waitFor(t, ctx, fmt.Sprintf("document.readyState === 'complete' && %s && !document.getElementById(%q).disabled && (setInterval(() => { const b = document.getElementById(%q); if (!b.disabled) b.click() }, 50), true)", promptShown, answer, answer))
 	screenshotPrompt(t, tg.URL)
 }
 

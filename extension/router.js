@@ -2,9 +2,9 @@
 // one for content scripts, one for requests the host sends to us.
 import { native } from './native.js';
 import { browserCall, bindTab } from './browser.js';
-import { prompt, promptLayer, promptAnswered } from './prompts.js';
+import { prompt, promptLayer, promptAnswered, promptCancel, promptStatus } from './prompts.js';
 import { installBundledAgents } from './agents.js';
-import { checkAudit, restartAudit } from './audit.js';
+import { checkAudit, restartAudit, auditSoon } from './audit.js';
 
 // Requests an extension page may forward to the host.
 const PAGE_REQUESTS = new Set([
@@ -40,10 +40,15 @@ const pageHandlers = {
       return await native.request(type, sent, { onEvent, timeoutMs: type === 'run-agent' || type === 'run-workflow' ? 660000 : 120000 });
     } catch (e) {
       return { success: false, code: e.code || 'internal_error', error: String(e.message || e) };
+    } finally {
+      // What the host recorded for this request is covered by a
+      // checkpoint a moment later (audit.js).
+      auditSoon();
     }
   },
-  'prompt-answer': async (msg) => ({ success: promptAnswered(msg.promptId, msg.answer) }),
-  // The audit trail's check (audit.js): the options page asks on open.
+  'prompt-answer': (msg) => promptAnswered(String(msg.promptId), String(msg.answer)),
+  'prompt-status': async (msg) => promptStatus(String(msg.promptId)),
+  // The audit trail's check (audit.js): the options page and the popup ask on open.
   'audit-check': () => checkAudit(),
   'audit-restart': () => restartAudit(),
 };
@@ -56,7 +61,7 @@ const contentHandlers = {
   },
 };
 
-export const hostRequests = { 'browser-call': browserCall, prompt, 'prompt-layer': promptLayer };
+export const hostRequests = { 'browser-call': browserCall, prompt, 'prompt-layer': promptLayer, 'prompt-cancel': promptCancel };
 native.setHostHandlers(hostRequests);
 
 export function onMessage(msg, sender, sendResponse) {

@@ -41,7 +41,18 @@
       worker = null;
       return;
     }
-    const { token: _, ...rest } = msg;
+    const { token: _, timeoutMs, ...rest } = msg;
+    if (msg.type === 'run' && Number(timeoutMs) > 0) {
+      // The run's executionTimeout, kept here as well as in the page: this
+      // frame only relays, so however much the agent prints, the timer
+      // fires on time and ends the worker.
+      setTimeout(() => {
+        if (!worker) return;
+        worker.terminate();
+        worker = null;
+        toPage({ type: 'done', status: 'timeout', error: `the agent ran longer than its executionTimeout of ${Number(timeoutMs)} ms and was stopped` });
+      }, Number(timeoutMs));
+    }
     worker?.postMessage(rest);
   });
 })();

@@ -384,9 +384,10 @@ func nextPrompt(t testing.TB) *target.Info {
 const screenshotCopy = "screenshot-copy"
 
 // isPrompt tells a prompt window of the extension from other targets,
-// including screenshotPrompt's copies.
+// including screenshotPrompt's and promptCopy's copies.
 func isPrompt(tg *target.Info) bool {
-	return tg.Type == "page" && strings.HasPrefix(tg.URL, extURL("prompt.html")) && !strings.Contains(tg.URL, "id="+screenshotCopy)
+	return tg.Type == "page" && strings.HasPrefix(tg.URL, extURL("prompt.html")) && !strings.Contains(tg.URL, "id="+screenshotCopy) &&
+		!strings.Contains(tg.URL, "copy=1") // promptCopy's tabs
 }
 
 func clickPrompt(t testing.TB, tg *target.Info, answer string) {

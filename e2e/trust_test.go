@@ -294,6 +294,8 @@ func TestFinding5GatheredCallsShareOnePromptWindow(t *testing.T) {
 	ext := page(t, extURL("options.html"))
 	prof := pythonProfile("e2e-py-six", "full", []string{"page.write"})
 	prof["capabilities"].(map[string]any)["executionTimeout"] = 90000
+	// Inference is unsure of a gathered call: the set is named.
+	prof["permissionSet"] = "mcp-standard"
 	installPython(t, ext, prof, `import asyncio
 print("asking six")
 rs = await asyncio.gather(*[restricted_api.setElementText("h1", f"x{i}") for i in range(6)], return_exceptions=True)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
@@ -205,5 +206,58 @@ func TestPromptTargetNamesFiles(t *testing.T) {
 	s := targetOf(op)
 	if len(s.Paths) != 2 || s.Paths[0] != "/tmp/sample.txt" || s.Paths[1] != "imported.txt" {
 		t.Fatalf("shell: %+v", s)
+	}
+}
+
+// TestCancelRequestWithdrawsItsPrompt: cancel-request ends a request in
+// progress (the extension sends it when the page that asked is gone):
+// its prompt is withdrawn, the operation refused and never performed.
+func TestCancelRequestWithdrawsItsPrompt(t *testing.T) {
+	var hits atomic.Int64
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer web.Close()
+	h := newHarness(t, true)
+	h.install("poster", []string{"network.fetch"}, true, hostPort(web.URL))
+	script := &promptScript{answers: []string{"late"}}
+	h.client.SetHostHandler(script.handle)
+	raw, _ := json.Marshal(map[string]any{"id": "from-a-closed-popup", "type": "network-fetch", "agentId": "poster",
+		"url": web.URL + "/form", "options": map[string]any{"method": "POST", "body": "x"}})
+	if err := h.client.Send(raw); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return script.count() == 1 })
+	for _, c := range []struct {
+		name      string
+		requestID string
+		cancelled bool
+	}{
+		{"the request in progress", "from-a-closed-popup", true},
+		{"no such request", "never-sent", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out struct {
+				Cancelled bool `json:"cancelled"`
+			}
+			h.mustOK("cancel-request", map[string]any{"requestId": c.requestID}, &out)
+			if out.Cancelled != c.cancelled {
+				t.Fatalf("cancelled = %v; want %v", out.Cancelled, c.cancelled)
+			}
+		})
+	}
+	select {
+	case r := <-h.client.Unmatched:
+		if r.Success || r.Code != string(mediator.CodePromptTimeout) {
+			t.Fatalf("the cancelled fetch got %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled request was not answered")
+	}
+	waitUntil(t, func() bool {
+		script.mu.Lock()
+		defer script.mu.Unlock()
+		return len(script.withdrawn) == 1
+	})
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("a cancelled POST reached the server %d times", n)
 	}
 }

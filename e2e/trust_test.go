@@ -145,6 +145,68 @@ func TestFinding1RunEndWithdrawsItsPrompt(t *testing.T) {
 	})
 }
 
+// startInPopup starts agent from a popup page for the tab and returns the
+// popup without waiting for the run's end.
+func startInPopup(t testing.TB, tabID int, agent string) context.Context {
+	t.Helper()
+	popup := page(t, extURL(fmt.Sprintf("popup.html?tab=%d", tabID)))
+	waitFor(t, popup, fmt.Sprintf(`document.querySelector('#agent option[value=%q]')`, agent))
+	eval[bool](t, popup, fmt.Sprintf(`(document.getElementById('agent').value = %q, true)`, agent))
+	click(t, popup, "run")
+	return popup
+}
+
+// closeTab closes the tab of ctx, as a person closing the popup does.
+func closeTab(t testing.TB, ctx context.Context) {
+	t.Helper()
+	id := chromedp.FromContext(ctx).Target.TargetID
+	if _, err := chromedp.CallBrowser(browser, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFinding1ClosedPopupWithdrawsItsRunsPrompt: the popup that started a
+// run closes while the run waits on a prompt (its executionTimeout far
+// off): the run ends with the page, and its prompt window closes.
+func TestFinding1ClosedPopupWithdrawsItsRunsPrompt(t *testing.T) {
+	ext := page(t, extURL("options.html"))
+	t.Run("wasm", func(t *testing.T) {
+		installAgent(t, ext, pageReaderProfile("e2e-closed-wasm", "full"), modules["page-reader"])
+		tab, tabID := openTestPage(t, ext)
+		popup := page(t, extURL(fmt.Sprintf("popup.html?tab=%d", tabID)))
+		waitFor(t, popup, `document.querySelector('#agent option[value="e2e-closed-wasm"]')`)
+		eval[bool](t, popup, `(document.getElementById('agent').value = 'e2e-closed-wasm', document.getElementById('input').value = 'shout', true)`)
+		click(t, popup, "run")
+		tg := nextPrompt(t)
+		closeTab(t, popup)
+		waitPromptGone(t, tg, "the popup that started the run closed")
+		if r := lateAnswer(t, ext, promptIDOf(t, tg)); r.Success || r.Code != "prompt_cancelled" {
+			t.Fatalf("a late answer got %+v; want refused with prompt_cancelled", r)
+		}
+		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "quiet heading" {
+			t.Fatalf("the page was written after its popup closed: %q", h1)
+		}
+	})
+	t.Run("python", func(t *testing.T) {
+		prof := pythonProfile("e2e-closed-py", "full", []string{"page.write"})
+		prof["capabilities"].(map[string]any)["executionTimeout"] = 120000
+		installPython(t, ext, prof, "print('asking to write')\nawait restricted_api.setElementText('h1', 'LATE')\nprint('written')\n")
+		tab, tabID := openTestPage(t, ext)
+		popup := startInPopup(t, tabID, "e2e-closed-py")
+		waitLong(t, popup, `document.getElementById('output').textContent.includes('asking to write')`)
+		tg := nextPrompt(t)
+		closeTab(t, popup)
+		waitPromptGone(t, tg, "the popup that started the run closed")
+		if r := lateAnswer(t, ext, promptIDOf(t, tg)); r.Success || r.Code != "prompt_cancelled" {
+			t.Fatalf("a late answer got %+v; want refused with prompt_cancelled", r)
+		}
+		waitForDenial(t, ext, "e2e-closed-py", `"prompt_cancelled"`)
+		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "quiet heading" {
+			t.Fatalf("the page was written after its popup closed: %q", h1)
+		}
+	})
+}
+
 // keptSize is the size of the checkpoint the extension keeps.
 func keptSize(t testing.TB, ext context.Context) int64 {
 	t.Helper()

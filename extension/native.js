@@ -66,7 +66,9 @@ class NativeHost {
 
   // request sends {type, ...params} and resolves with the reply object
   // ({success, data} or {success: false, code, error}).
-  request(type, params = {}, { timeoutMs = 120000, onEvent } = {}) {
+  // onSent(id), when given, learns the request's id once it is sent: a
+  // caller that may have to end the request uses it with cancel.
+  request(type, params = {}, { timeoutMs = 120000, onEvent, onSent } = {}) {
     return new Promise((resolve, reject) => {
       const id = `x${this.next++}`;
       const done = (fn) => (v) => {
@@ -81,10 +83,18 @@ class NativeHost {
       this.pending.set(id, entry);
       try {
         this.connect().postMessage({ ...params, id, type });
+        onSent?.(id);
       } catch (e) {
         entry.reject(new HostError('host_unavailable', String(e.message || e)));
       }
     });
+  }
+
+  // cancel asks the host to end request id, still in progress (its
+  // page went away); its reply still comes, to nobody in particular.
+  cancel(id) {
+    if (!this.port) return;
+    this.request('cancel-request', { requestId: id }, { timeoutMs: 10000 }).catch(() => {});
   }
 
   onMessage(m) {

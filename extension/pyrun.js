@@ -62,6 +62,7 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
   let output = '';
   const out = (text) => { output += text; onOutput(text); };
   const box = openSandbox();
+  const watch = chrome.runtime.connect({ name: 'python-run' });
   let finish;
   const finished = new Promise((resolve) => { finish = resolve; });
   let run = null;
@@ -132,6 +133,9 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
       return;
     }
     run = r.data;
+    // While the run is open, the service worker holds its end: this page
+    // closing ends the run in the host (router.js, portHandlers).
+    watch.postMessage({ runId: run.runId, agentId });
     phase = 'running';
     timings.startedAt = performance.now();
     timer = setTimeout(() => finish({ status: 'timeout', error: `the agent ran longer than its executionTimeout of ${run.executionTimeout} ms and was stopped` }),
@@ -152,6 +156,8 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
   timings.totalMs = Math.round(performance.now() - t0);
   // One record per absent function touched, with its count.
   await Promise.all([...absentTouches].map(([name, n]) => host('log-denial', absentDenial(name, run.absent[name], n))));
+  watch.postMessage({ ended: true });
+  watch.disconnect();
   if (run) await host('python-run-end', { runId: run.runId, agentId, status: res.status });
   const status = res.status;
   return { status, output, code: status === 'ok' ? undefined : (res.code || status), error: res.error, timings, sessionId: run?.sessionId };

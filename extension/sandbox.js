@@ -43,9 +43,10 @@
     }
     const { token: _, timeoutMs, ...rest } = msg;
     if (msg.type === 'run' && Number(timeoutMs) > 0) {
-      // The run's executionTimeout, kept here as well as in the page: this
-      // frame only relays, so however much the agent prints, the timer
-      // fires on time and ends the worker.
+      // The run's executionTimeout, kept here as well as in the page,
+      // which is busy with the output it shows: this frame only relays
+      // (at most 1 MiB of output, cut in the worker), so its timer fires
+      // on time and ends the worker.
       setTimeout(() => {
         if (!worker) return;
         worker.terminate();

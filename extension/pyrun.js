@@ -105,7 +105,7 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
         const perm = run?.absent?.[msg.name];
         if (!perm || !counted()) break;
         // Shown and recorded once per name per run, with how many times
-        // (recordAbsent, at the end).
+        // (absentDenial, when the run ends).
         const n = (absentTouches.get(msg.name) || 0) + 1;
         absentTouches.set(msg.name, n);
         if (n === 1) onDenial(absentDenial(msg.name, perm, 1));

@@ -194,7 +194,23 @@ func page(t testing.TB, url string) context.Context {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eval[bool](t, ctx, `new Promise(r => { const w = () => document.readyState === 'complete' ? r(true) : setTimeout(w, 20); w() })`)
+	// A new tab holds about:blank before it navigates to url: a check
+	// that ran there would pass, and the next evaluation would find its
+	// context destroyed by the navigation. So wait for url's document, and
+	// retry an evaluation the navigation cut short.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, cancelEval := context.WithTimeout(ctx, 10*time.Second)
+		ok, err := evalErr[bool](c, `new Promise(r => { const w = () => document.readyState === 'complete' && location.href !== 'about:blank' ? r(true) : setTimeout(w, 20); w() })`)
+		cancelEval()
+		if err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not load: %v", url, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	t.Cleanup(func() {
 		mu.Lock()
 		defer mu.Unlock()

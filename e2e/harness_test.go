@@ -420,13 +420,28 @@ func clickPrompt(t testing.TB, tg *target.Info, answer string) {
 	// The buttons are inert for a moment after the window shows (and
 	// again when it regains focus): the condition waits that out, and the
 	// click is repeated until one lands on a live button.
-	waitFor(t, ctx, fmt.Sprintf("document.readyState === 'complete' && %s && !document.getElementById(%q).disabled && (setInterval(() => { const b = document.getElementById(%q); if (!b.disabled) b.click() }, 50), true)", promptShown, answer, answer))
+	// The window may still hold the about:blank it starts with: the
+	// condition holds off there, and an evaluation that its navigation to
+	// prompt.html cut short is made again in the new document.
+	cond := fmt.Sprintf("location.href.startsWith('chrome-extension:') && document.readyState === 'complete' && %s && !document.getElementById(%q).disabled && (setInterval(() => { const b = document.getElementById(%q); if (!b.disabled) b.click() }, 50), true)", promptShown, answer, answer)
+	for attempt := 0; ; attempt++ {
+		c, cancelEval := context.WithTimeout(ctx, 45*time.Second)
+		_, err := evalErr[bool](c, fmt.Sprintf(`new Promise(r => { const w = () => (%s) ? r(true) : setTimeout(w, 50); w() })`, cond))
+		cancelEval()
+		if err == nil {
+			break
+		}
+		if attempt < 5 && strings.Contains(err.Error(), "context was destroyed") {
+			continue
+		}
+		t.Fatalf("answering the prompt %s: %v", answer, err)
+	}
 	screenshotPrompt(t, tg.URL)
 }
 
 // promptShown is true once the prompt page has filled in its question:
 // one operation's agent, or a workflow layer's tasks.
-const promptShown = "(document.getElementById('agent').textContent || document.querySelector('#tasks tbody tr'))"
+const promptShown = "(document.getElementById('agent')?.textContent || document.querySelector('#tasks tbody tr'))"
 
 // screenshotPrompt saves what the prompt window showed. Headless Chromium
 // does not composite a chrome.windows.create popup, so capturing the window

@@ -55,8 +55,10 @@ type waiter struct {
 	ch  chan *request
 }
 
-// deliver hands a result frame to the caller waiting for its id. Results
-// nobody waits for (late, after a timeout, invented) are dropped.
+// deliver hands a result frame to the caller waiting for its id. An
+// answer to a prompt the host withdrew is refused and recorded
+// (refuseLate); other results nobody waits for (late, invented) are
+// dropped.
 func (p *peer) deliver(req *request) {
 	var id string
 	if json.Unmarshal(req.ID, &id) != nil {
@@ -70,22 +72,8 @@ func (p *peer) deliver(req *request) {
 	} else {
 		ok = false
 	}
-	late, wasCancelled := p.cancelled[id]
-	if !ok && wasCancelled && resultTypes[req.Type] == "prompt" {
-		delete(p.cancelled, id)
-	} else {
-		wasCancelled = false
-	}
 	p.mu.Unlock()
-	if wasCancelled {
-		// The person answered a prompt the host had withdrawn: the
-		// answer counts for nothing, and is on the record as refused.
-		var res struct {
-			Answer string `json:"answer"`
-		}
-		_ = json.Unmarshal(req.Raw, &res)
-		late.Context.Details["answer"] = clip(res.Answer)
-		p.s.recordDenial(context.Background(), late)
+	if !ok && p.refuseLate(id, req) {
 		return
 	}
 	if !ok {
@@ -128,6 +116,7 @@ func (p *peer) ask(ctx context.Context, typ string, timeout time.Duration, field
 		return r, nil
 	case <-timer.C:
 		p.withdraw(id, typ, fields, "its time ran out")
+		p.lateInQueue(id, w)
 		return nil, mediator.Errorf(mediator.CodeTimeout, "the extension did not answer %s within %v", typ, timeout)
 	case <-p.s.broken:
 		return nil, mediator.Errorf(mediator.CodeNoBrowser, "the extension went away before answering %s", typ)
@@ -139,11 +128,47 @@ func (p *peer) ask(ctx context.Context, typ string, timeout time.Duration, field
 			// The run ended (pythonRun.end): the call is refused for
 			// that, not as a prompt nobody answered.
 			p.withdraw(id, typ, fields, mediator.MessageOf(cause))
+			p.lateInQueue(id, w)
 			return nil, &mediator.Error{Code: mediator.CodePromptCancelled, Msg: mediator.MessageOf(cause), Err: ctx.Err()}
 		}
 		p.withdraw(id, typ, fields, "the call it was for was cancelled")
+		p.lateInQueue(id, w)
 		return nil, &mediator.Error{Code: mediator.CodeTimeout, Msg: typ + " was cancelled", Err: ctx.Err()}
 	}
+}
+
+// lateInQueue refuses an answer that reached w as the wait ended another
+// way (select picks either when both are ready): it counts for nothing
+// and is recorded like any later one.
+func (p *peer) lateInQueue(id string, w waiter) {
+	select {
+	case r := <-w.ch:
+		p.refuseLate(id, r)
+	default:
+	}
+}
+
+// refuseLate records req, a prompt-result for prompt id that the host
+// withdrew, as refused: the answer counts for nothing, and is on the
+// record. It reports whether id was such a prompt.
+func (p *peer) refuseLate(id string, req *request) bool {
+	if resultTypes[req.Type] != "prompt" {
+		return false
+	}
+	p.mu.Lock()
+	late, ok := p.cancelled[id]
+	delete(p.cancelled, id)
+	p.mu.Unlock()
+	if !ok {
+		return false
+	}
+	var res struct {
+		Answer string `json:"answer"`
+	}
+	_ = json.Unmarshal(req.Raw, &res)
+	late.Context.Details["answer"] = clip(res.Answer)
+	p.s.recordDenial(context.Background(), late)
+	return true
 }
 
 // withdraw tells the extension that prompt id is over (prompt-cancel): its
@@ -154,6 +179,11 @@ func (p *peer) withdraw(id, typ string, fields map[string]any, why string) {
 	if !promptTypes[typ] {
 		return
 	}
+	// Nobody waits from here on: an answer arriving after the
+	// prompt-cancel is sent must find the prompt withdrawn, not waited for.
+	p.mu.Lock()
+	delete(p.waiting, id)
+	p.mu.Unlock()
 	// A layer's prompt speaks for a workflow, not one agent's operation:
 	// its late answer is dropped and logged by deliver, not kept here.
 	if typ == "prompt" {

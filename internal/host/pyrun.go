@@ -109,6 +109,20 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 		deadline: time.Now().Add(caps.Timeout() + pythonRunSlack)}
 	run.ctx, run.cancel = context.WithCancelCause(context.Background())
 	id := newRunID()
+	// A run nobody ends (the page that ran it was closed) ends at its
+	// deadline all the same, and its calls with it. Set before the run
+	// is in the map, where end may read it.
+	run.expiry = time.AfterFunc(time.Until(run.deadline), func() {
+		pythonRuns.Lock()
+		mine := pythonRuns.m[id] == run
+		if mine {
+			delete(pythonRuns.m, id)
+		}
+		pythonRuns.Unlock()
+		if mine {
+			run.end(context.Background())
+		}
+	})
 	pythonRuns.Lock()
 	now := time.Now()
 	var expired []*pythonRun
@@ -130,19 +144,6 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 		run.end(ctx)
 		return nil, mediator.Errorf(mediator.CodeTooLarge, "%d Python runs are open already", maxPythonRuns)
 	}
-	// A run nobody ends (the page that ran it was closed) ends at its
-	// deadline all the same, and its calls with it.
-	run.expiry = time.AfterFunc(time.Until(run.deadline), func() {
-		pythonRuns.Lock()
-		mine := pythonRuns.m[id] == run
-		if mine {
-			delete(pythonRuns.m, id)
-		}
-		pythonRuns.Unlock()
-		if mine {
-			run.end(context.Background())
-		}
-	})
 	api := pyagent.Present(granted)
 	if api == nil {
 		api = []string{}

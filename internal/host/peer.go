@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -131,7 +132,11 @@ func (p *peer) ask(ctx context.Context, typ string, timeout time.Duration, field
 			p.lateInQueue(id, w)
 			return nil, &mediator.Error{Code: mediator.CodePromptCancelled, Msg: mediator.MessageOf(cause), Err: ctx.Err()}
 		}
-		p.withdraw(id, typ, fields, "the call it was for was cancelled")
+		why := "the call it was for was cancelled"
+		if errors.Is(cause, context.DeadlineExceeded) {
+			why = "its time ran out"
+		}
+		p.withdraw(id, typ, fields, why)
 		p.lateInQueue(id, w)
 		return nil, &mediator.Error{Code: mediator.CodeTimeout, Msg: typ + " was cancelled", Err: ctx.Err()}
 	}

@@ -194,7 +194,23 @@ func page(t testing.TB, url string) context.Context {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eval[bool](t, ctx, `new Promise(r => { const w = () => document.readyState === 'complete' ? r(true) : setTimeout(w, 20); w() })`)
+	// A new tab holds about:blank before it navigates to url: a check
+	// that ran there would pass, and the next evaluation would find its
+	// context destroyed by the navigation. So wait for url's document, and
+	// retry an evaluation the navigation cut short.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, cancelEval := context.WithTimeout(ctx, 10*time.Second)
+		ok, err := evalErr[bool](c, `new Promise(r => { const w = () => document.readyState === 'complete' && location.href !== 'about:blank' ? r(true) : setTimeout(w, 20); w() })`)
+		cancelEval()
+		if err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not load: %v", url, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	t.Cleanup(func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -384,9 +400,10 @@ func nextPrompt(t testing.TB) *target.Info {
 const screenshotCopy = "screenshot-copy"
 
 // isPrompt tells a prompt window of the extension from other targets,
-// including screenshotPrompt's copies.
+// including screenshotPrompt's and promptCopy's copies.
 func isPrompt(tg *target.Info) bool {
-	return tg.Type == "page" && strings.HasPrefix(tg.URL, extURL("prompt.html")) && !strings.Contains(tg.URL, "id="+screenshotCopy)
+	return tg.Type == "page" && strings.HasPrefix(tg.URL, extURL("prompt.html")) && !strings.Contains(tg.URL, "id="+screenshotCopy) &&
+		!strings.Contains(tg.URL, "copy=1") // promptCopy's tabs
 }
 
 func clickPrompt(t testing.TB, tg *target.Info, answer string) {
@@ -400,13 +417,31 @@ func clickPrompt(t testing.TB, tg *target.Info, answer string) {
 	// The click is deferred a little: it closes the window, and a close
 	// that beats the evaluation's reply fails it with "target detached"
 	// although the answer was given (seen under load).
-	waitFor(t, ctx, fmt.Sprintf("document.readyState === 'complete' && %s && (setTimeout(() => document.getElementById(%q).click(), 50), true)", promptShown, answer))
+	// The buttons are inert for a moment after the window shows (and
+	// again when it regains focus): the condition waits that out, and the
+	// click is repeated until one lands on a live button.
+	// The window may still hold the about:blank it starts with: the
+	// condition holds off there, and an evaluation that its navigation to
+	// prompt.html cut short is made again in the new document.
+	cond := fmt.Sprintf("location.href.startsWith('chrome-extension:') && document.readyState === 'complete' && %s && !document.getElementById(%q).disabled && (setInterval(() => { const b = document.getElementById(%q); if (!b.disabled) b.click() }, 50), true)", promptShown, answer, answer)
+	for attempt := 0; ; attempt++ {
+		c, cancelEval := context.WithTimeout(ctx, 45*time.Second)
+		_, err := evalErr[bool](c, fmt.Sprintf(`new Promise(r => { const w = () => (%s) ? r(true) : setTimeout(w, 50); w() })`, cond))
+		cancelEval()
+		if err == nil {
+			break
+		}
+		if attempt < 5 && strings.Contains(err.Error(), "context was destroyed") {
+			continue
+		}
+		t.Fatalf("answering the prompt %s: %v", answer, err)
+	}
 	screenshotPrompt(t, tg.URL)
 }
 
 // promptShown is true once the prompt page has filled in its question:
 // one operation's agent, or a workflow layer's tasks.
-const promptShown = "(document.getElementById('agent').textContent || document.querySelector('#tasks tbody tr'))"
+const promptShown = "(document.getElementById('agent')?.textContent || document.querySelector('#tasks tbody tr'))"
 
 // screenshotPrompt saves what the prompt window showed. Headless Chromium
 // does not composite a chrome.windows.create popup, so capturing the window

@@ -1,18 +1,25 @@
 // Extension pages talk to the host through the service worker, which owns
 // the native port.
+// A request with onEvent (a run) also holds a port open while it runs: if
+// this page goes away first, the service worker has the host end it
+// (router.js, portHandlers), so no run, and no prompt of it, outlives the
+// page that shows it.
 export async function host(type, params = {}, onEvent) {
   const ref = onEvent ? crypto.randomUUID() : undefined;
   let listener;
+  let port;
   if (onEvent) {
     listener = (msg) => {
       if (msg?.type === 'host-event' && msg.ref === ref) onEvent(msg.event);
     };
     chrome.runtime.onMessage.addListener(listener);
+    port = chrome.runtime.connect({ name: `request:${ref}` });
   }
   try {
     return await chrome.runtime.sendMessage({ type: 'host', request: { type, ...params }, ref });
   } finally {
     if (listener) chrome.runtime.onMessage.removeListener(listener);
+    port?.disconnect();
   }
 }
 

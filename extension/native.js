@@ -1,7 +1,10 @@
 // The one owner of the native-messaging port to nmhost. Requests carry ids
 // and timeouts; chunked replies are reassembled; the port reconnects on the
 // next request after the host exits; requests the host sends to us
-// (browser-call, prompt, prompt-layer) go to the handlers set with setHostHandlers.
+// (browser-call, prompt, prompt-layer) go to the handlers set with
+// setHostHandlers, and so do its notices (prompt-cancel), which take no
+// answer. Others learn when a host process starts and ends (onConnect,
+// onDisconnect): the audit check runs on each start.
 
 export const HOST_NAME = 'com.agentgate.nmhost';
 
@@ -14,6 +17,8 @@ export class HostError extends Error {
 
 // What a host-initiated request type is answered with.
 const RESULT_TYPES = { 'browser-call': 'browser-result', prompt: 'prompt-result', 'prompt-layer': 'prompt-layer-result' };
+// What the host sends us that takes no answer.
+const NOTICES = new Set(['prompt-cancel']);
 
 class NativeHost {
   constructor() {
@@ -22,6 +27,18 @@ class NativeHost {
     this.pending = new Map(); // id -> {resolve, reject, onEvent, timer}
     this.chunks = new Map(); // id -> pieces by seq
     this.hostHandlers = {};
+    this.connectListeners = [];
+    this.disconnectListeners = [];
+  }
+
+  // onConnect(fn) calls fn after each new connection (a host process
+  // started); onDisconnect(fn) after it ends.
+  onConnect(fn) {
+    this.connectListeners.push(fn);
+  }
+
+  onDisconnect(fn) {
+    this.disconnectListeners.push(fn);
   }
 
   setHostHandlers(handlers) {
@@ -38,14 +55,20 @@ class NativeHost {
       this.chunks.clear();
       for (const [, p] of this.pending) p.reject(new HostError('host_disconnected', why));
       this.pending.clear();
+      for (const fn of this.disconnectListeners) fn();
     });
     this.port = port;
+    // After the caller's first message is posted: a listener that sends
+    // its own request finds the port in place.
+    queueMicrotask(() => { for (const fn of this.connectListeners) fn(); });
     return port;
   }
 
   // request sends {type, ...params} and resolves with the reply object
   // ({success, data} or {success: false, code, error}).
-  request(type, params = {}, { timeoutMs = 120000, onEvent } = {}) {
+  // onSent(id), when given, learns the request's id once it is sent: a
+  // caller that may have to end the request uses it with cancel.
+  request(type, params = {}, { timeoutMs = 120000, onEvent, onSent } = {}) {
     return new Promise((resolve, reject) => {
       const id = `x${this.next++}`;
       const done = (fn) => (v) => {
@@ -60,10 +83,18 @@ class NativeHost {
       this.pending.set(id, entry);
       try {
         this.connect().postMessage({ ...params, id, type });
+        onSent?.(id);
       } catch (e) {
         entry.reject(new HostError('host_unavailable', String(e.message || e)));
       }
     });
+  }
+
+  // cancel asks the host to end request id, still in progress (its
+  // page went away); its reply still comes, to nobody in particular.
+  cancel(id) {
+    if (!this.port) return;
+    this.request('cancel-request', { requestId: id }, { timeoutMs: 10000 }).catch(() => {});
   }
 
   onMessage(m) {
@@ -74,6 +105,10 @@ class NativeHost {
     if (!m || typeof m !== 'object') return;
     if (typeof m.id === 'string' && m.id.startsWith('h:') && RESULT_TYPES[m.type]) {
       this.answerHost(m);
+      return;
+    }
+    if (typeof m.id === 'string' && m.id.startsWith('h:') && NOTICES.has(m.type)) {
+      Promise.resolve().then(() => this.hostHandlers[m.type]?.(m)).catch((e) => console.warn(`agentgate: ${m.type}:`, e.message || e));
       return;
     }
     const p = this.pending.get(m.id);
@@ -111,6 +146,8 @@ class NativeHost {
     } catch (e) {
       result = { success: false, code: e.code || 'internal_error', error: String(e.message || e) };
     }
+    // A prompt the host withdrew meanwhile: nobody there waits for it.
+    if (result?.noReply) return;
     this.port?.postMessage({ ...result, id: m.id, type: RESULT_TYPES[m.type] });
   }
 }

@@ -2,10 +2,12 @@
 // remembered answers and the denial log. It keeps no state of its own but
 // the current session's id (sessions.js, shared with the popup);
 // the audit trail's checkpoint is the service worker's (audit.js), which
-// checks it again each time this page opens.
+// checks it again each time this page opens, and the line follows every
+// later check.
 import { host, el } from './host.js';
 import { runPython } from './pyrun.js';
 import { currentSession, setCurrentSession, startSession } from './sessions.js';
+import { showAudit, followAudit } from './auditview.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -96,23 +98,6 @@ async function refresh() {
   }
 }
 
-const breaks = {
-  audit_truncated: (at) => `the log is shorter than the checkpoint seen at ${at}: records were removed`,
-  audit_inconsistent: (at) => `the log does not extend the checkpoint seen at ${at}: records were rewritten`,
-  audit_bad_signature: (at) => `the checkpoint seen at ${at} is not signed by the host's key`,
-};
-
-function when(ms) {
-  return ms ? new Date(ms).toLocaleString() : 'an unknown time';
-}
-
-// describeAudit is the line a person reads for an outcome of audit.js.
-function describeAudit(o) {
-  if (o?.state === 'consistent') return `audit trail consistent since ${when(o.since)} (${o.size} records)`;
-  if (o?.state === 'broken' && breaks[o.code]) return `audit trail broken: ${breaks[o.code](when(o.seenAt))} (${o.code})`;
-  return `audit trail not checked: ${o?.code || 'internal_error'}: ${o?.error || 'no answer'}`;
-}
-
 async function checkAudit(type = 'audit-check') {
   const line = $('audit-status');
   let o;
@@ -121,13 +106,10 @@ async function checkAudit(type = 'audit-check') {
   } catch (e) {
     o = { state: 'unknown', code: 'internal_error', error: String(e.message || e) };
   }
-  line.textContent = describeAudit(o);
-  line.title = o?.error || '';
-  line.className = `audit ${o?.state || 'unknown'}`;
-  line.dataset.state = o?.state || 'unknown';
-  line.dataset.code = o?.code || '';
+  showAudit(line, o);
   $('audit-restart').hidden = o?.state !== 'broken';
 }
+followAudit($('audit-status'), (o) => { $('audit-restart').hidden = o?.state !== 'broken'; });
 
 $('refresh').addEventListener('click', refresh);
 $('audit-restart').addEventListener('click', () => checkAudit('audit-restart'));

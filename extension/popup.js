@@ -6,6 +6,7 @@
 import { host, el } from './host.js';
 import { runPython } from './pyrun.js';
 import { currentSession, setCurrentSession, listSessions, startSession } from './sessions.js';
+import { showAudit, followAudit } from './auditview.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -118,4 +119,18 @@ $('run').addEventListener('click', async () => {
     out.textContent += `\n[${r.code}] ${r.error}`;
   }
 });
+// The audit trail's line: checked as the popup opens, and again by the
+// service worker after each run (audit.js); a break shows here too.
+async function initAudit() {
+  const line = $('audit-status');
+  followAudit(line);
+  let o;
+  try {
+    o = await chrome.runtime.sendMessage({ type: 'audit-check' });
+  } catch (e) {
+    o = { state: 'unknown', code: 'internal_error', error: String(e.message || e) };
+  }
+  showAudit(line, o);
+}
 init();
+initAudit();

@@ -1,6 +1,14 @@
 // Shows one prompt, for one operation or for a workflow layer's tasks, and
 // sends the answer to the service worker. Closing the window without
 // answering denies.
+//
+// A prompt opens over whatever the person was doing, often typing in a
+// form. So no button is a default, and the decision buttons stay inert
+// (disabled: neither focusable nor clickable, Enter and Space do nothing)
+// until the window has been shown for INERT_MS, and again each time it
+// regains focus, as browsers do with their own permission prompts.
+const INERT_MS = 750;
+
 const promptId = new URLSearchParams(location.search).get('id');
 let details = {};
 try {
@@ -9,6 +17,48 @@ try {
   details = {};
 }
 const $ = (id) => document.getElementById(id);
+
+// Characters that change how text around them reads without showing
+// themselves: C0 and C1 controls, bidi embeddings, overrides, isolates and
+// marks, zero-width and other invisible format characters. Shown as a
+// visible \uXXXX, so "\u202e" in a selector cannot make the line read as
+// another origin.
+const HIDDEN = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\ufff9-\ufffb]/gu;
+
+function escapeHidden(s) {
+  return String(s).replace(HIDDEN, (c) => `\\u${c.codePointAt(0).toString(16).padStart(4, '0')}`);
+}
+
+// A long target keeps its start and its end (where an origin or a file
+// name is): the middle goes, and the whole text is one click away.
+const MAX_SHOWN = 160;
+
+// agentText fills el with text an agent chose: escaped, isolated in a
+// <bdi>, cut in the middle when long (the full text in a <details>).
+function agentText(el, text) {
+  const full = escapeHidden(text);
+  const bdi = document.createElement('bdi');
+  bdi.className = 'agent-text';
+  if (full.length <= MAX_SHOWN) {
+    bdi.textContent = full;
+    el.replaceChildren(bdi);
+    el.dataset.full = full;
+    return;
+  }
+  const head = full.slice(0, 90);
+  const tail = full.slice(-60);
+  bdi.textContent = `${head} … ${tail}`;
+  const more = document.createElement('details');
+  const summary = document.createElement('summary');
+  summary.textContent = `show all ${full.length} characters`;
+  const all = document.createElement('bdi');
+  all.className = 'agent-text full';
+  all.textContent = full;
+  more.append(summary, all);
+  el.replaceChildren(bdi, more);
+  el.dataset.full = full;
+  el.dataset.truncated = 'true';
+}
 
 // describe is the exact target, never contents: page text and clipboard
 // data appear only as a length.
@@ -44,12 +94,12 @@ if (Array.isArray(details.tasks)) {
   // workflow's approval holds for this run of this layer only.
   $('single').hidden = true;
   $('layer').hidden = false;
-  $('workflow').textContent = details.workflow || '?';
+  agentText($('workflow'), details.workflow || '?');
   $('layer-no').textContent = String(details.layer || '?');
   $('tasks').tBodies[0].replaceChildren(...details.tasks.map((t) => {
     const tr = document.createElement('tr');
     for (const v of [t.task, t.agentId, t.operation, t.class, describe(t.target), t.permissionSet || '(none named)']) {
-      tr.insertCell().textContent = v || '';
+      agentText(tr.insertCell(), v || '');
     }
     return tr;
   }));
@@ -57,22 +107,62 @@ if (Array.isArray(details.tasks)) {
   $('always-allow').hidden = true;
   $('always-block').hidden = true;
 } else {
-  $('agent').textContent = details.agentId || '?';
-  $('operation').textContent = details.operation || '?';
-  $('reason').textContent = details.reason ? `It ${details.reason.replace(/^it /, '')}.` : '';
+  agentText($('agent'), details.agentId || '?');
+  agentText($('operation'), details.operation || '?');
+  $('reason').textContent = details.reason ? escapeHidden(`It ${details.reason.replace(/^it /, '')}.`) : '';
   $('class').textContent = details.class || '';
   $('permission').textContent = details.permission || '';
-  $('target').textContent = describe(details.target);
+  agentText($('target'), describe(details.target));
   // The set is the ceiling on what this agent can ever be granted.
   $('permission-set').textContent = details.permissionSet || '(none named)';
   // The reach of an "always" answer: the method and canonical origin for a
   // fetch, the page's origin for a write, the outside files a shell
   // command reads, or the operation as a whole.
-  $('remember-as').textContent = rememberAs(details);
+  agentText($('remember-as'), rememberAs(details));
 }
+
+// The inert period: arm() disables the buttons and enables them INERT_MS
+// later; showing the window and each return of focus arm it again.
+let live = false;
+let timer = 0;
+function arm() {
+  live = false;
+  clearTimeout(timer);
+  for (const a of answers) $(a).disabled = true;
+  document.body.dataset.inert = 'true';
+  timer = setTimeout(() => {
+    live = true;
+    for (const a of answers) $(a).disabled = false;
+    delete document.body.dataset.inert;
+  }, INERT_MS);
+}
+window.addEventListener('focus', arm);
+document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') arm(); });
+// Enter and Space never answer while inert, whatever holds the focus.
+document.addEventListener('keydown', (e) => {
+  if (!live && (e.key === 'Enter' || e.key === ' ')) e.preventDefault();
+}, true);
+arm();
+
 for (const answer of answers) {
   $(answer).addEventListener('click', async () => {
+    if (!live) return;
+    live = false;
     await chrome.runtime.sendMessage({ type: 'prompt-answer', promptId, answer });
     window.close();
   });
 }
+
+// How many more prompts of this agent wait behind this one.
+function showWaiting(n) {
+  const q = $('queue');
+  q.dataset.waiting = String(n);
+  q.hidden = !(n > 0);
+  q.textContent = n > 0 ? `${n} more ${n === 1 ? 'request' : 'requests'} from this agent ${n === 1 ? 'waits' : 'wait'} after this one.` : '';
+}
+chrome.runtime.onMessage.addListener((msg) => {
+  if (msg?.type === 'prompt-queue' && msg.promptId === promptId) showWaiting(Number(msg.waiting) || 0);
+});
+chrome.runtime.sendMessage({ type: 'prompt-status', promptId }).then((r) => {
+  if (r?.success) showWaiting(Number(r.waiting) || 0);
+}, () => {});

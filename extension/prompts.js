@@ -1,16 +1,43 @@
 // Asks the user about an operation the host says needs confirmation: a
 // small window shows the agent, the operation, its class and the exact
 // target; closed or unanswered within the host's timeout means deny.
-const waiting = new Map(); // promptId -> resolve
+//
+// One window at a time per agent: an agent's gathered calls would
+// otherwise stack identical windows in one place, and a person answering
+// the top one cannot tell which call it is for. The others wait in order,
+// and the shown window says how many wait behind it.
+//
+// The host withdraws a prompt (prompt-cancel) when the run it belongs to
+// ends or its time runs out: the window closes, and an answer that still
+// arrives for it is refused and recorded as prompt_cancelled, never
+// passed on.
+import { native } from './native.js';
 
 const ANSWERS = new Set(['allow-once', 'always-allow', 'deny', 'always-block']);
+const LAYER_ANSWERS = new Set(['allow-once', 'deny']);
+
+// How long past the host's own timeout a prompt waits for its
+// prompt-cancel before denying by itself (a host that went quiet).
+const BACKSTOP_MS = 2000;
+
+const byHostId = new Map(); // the host's request id -> entry
+const byPromptId = new Map(); // the window's prompt id -> entry
+const queues = new Map(); // agent (or workflow) -> entries, the shown one first
+// Withdrawn prompts by prompt id, for the late answer's record; bounded.
+const withdrawn = new Map();
+const MAX_WITHDRAWN = 256;
+
+// NO_REPLY tells native.js not to answer the host: a withdrawn prompt has
+// nobody waiting for it there.
+export const NO_REPLY = { noReply: true };
 
 export async function prompt(m) {
-  return ask({
+  const details = {
     agentId: m.agentId, operation: m.operation, permission: m.permission,
     class: m.class, target: m.target || {}, rememberAs: m.rememberAs || '', reason: m.reason,
     permissionSet: m.permissionSet || '',
-  }, m.timeoutMs, ANSWERS);
+  };
+  return ask(m.id, `agent:${String(m.agentId)}`, details, m.timeoutMs, ANSWERS);
 }
 
 // A workflow layer's prompt: one window listing every task of the layer
@@ -21,32 +48,106 @@ export async function promptLayer(m) {
     task: String(t.task || ''), agentId: String(t.agentId || ''), operation: String(t.operation || ''),
     class: String(t.class || ''), target: t.target || {}, permissionSet: String(t.permissionSet || ''), reason: String(t.reason || ''),
   }));
-  return ask({ layer: Number(m.layer) || 0, workflow: String(m.workflow || ''), tasks }, m.timeoutMs, LAYER_ANSWERS);
+  const details = { layer: Number(m.layer) || 0, workflow: String(m.workflow || ''), tasks };
+  return ask(m.id, `workflow:${details.workflow}`, details, m.timeoutMs, LAYER_ANSWERS);
 }
 
-const LAYER_ANSWERS = new Set(['allow-once', 'deny']);
-
-async function ask(details, timeoutMs, allowed) {
-  const promptId = crypto.randomUUID();
-  const answered = new Promise((resolve) => waiting.set(promptId, resolve));
-  const url = chrome.runtime.getURL(`prompt.html?id=${promptId}#${encodeURIComponent(JSON.stringify(details))}`);
-  const win = await chrome.windows.create({ url, type: 'popup', width: 480, height: details.tasks ? 560 : 440, focused: true });
-  // Closing the window is a deny now, not after the timeout.
-  const closed = (windowId) => windowId === win.id && waiting.get(promptId)?.('deny');
-  chrome.windows.onRemoved.addListener(closed);
-  let timer;
-  const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve('deny'), Math.max(1000, Number(timeoutMs) || 60000)); });
-  const answer = await Promise.race([answered, timeout]);
-  clearTimeout(timer);
-  waiting.delete(promptId);
-  chrome.windows.onRemoved.removeListener(closed);
-  chrome.windows.remove(win.id).catch(() => {});
-  return { answer: allowed.has(answer) ? answer : 'deny' };
+function ask(hostId, key, details, timeoutMs, allowed) {
+  return new Promise((resolve) => {
+    const e = { hostId: String(hostId), key, promptId: crypto.randomUUID(), details, allowed, resolve, windowId: null, shown: false, done: false };
+    e.timer = setTimeout(() => finish(e, 'deny'), Math.max(1000, Number(timeoutMs) || 60000) + BACKSTOP_MS);
+    byHostId.set(e.hostId, e);
+    byPromptId.set(e.promptId, e);
+    const q = queues.get(key) || [];
+    q.push(e);
+    queues.set(key, q);
+    if (q.length === 1) show(e);
+    else tellWaiting(key);
+  });
 }
 
-export function promptAnswered(promptId, answer) {
-  const resolve = waiting.get(promptId);
-  if (!resolve) return false;
-  resolve(answer);
-  return true;
+async function show(e) {
+  e.shown = true;
+  const url = chrome.runtime.getURL(`prompt.html?id=${e.promptId}#${encodeURIComponent(JSON.stringify(e.details))}`);
+  try {
+    const win = await chrome.windows.create({ url, type: 'popup', width: 520, height: e.details.tasks ? 600 : 480, focused: true });
+    e.windowId = win.id;
+    // Answered or withdrawn while the window was being made.
+    if (e.done) chrome.windows.remove(win.id).catch(() => {});
+  } catch {
+    finish(e, 'deny');
+  }
+}
+
+// finish settles a prompt once: its answer goes to the host (or nothing,
+// when withdrawn), its window closes, and the agent's next prompt shows.
+function finish(e, answer, { reply = true } = {}) {
+  if (e.done) return;
+  e.done = true;
+  clearTimeout(e.timer);
+  byHostId.delete(e.hostId);
+  byPromptId.delete(e.promptId);
+  const q = (queues.get(e.key) || []).filter((x) => x !== e);
+  if (q.length) queues.set(e.key, q);
+  else queues.delete(e.key);
+  if (e.windowId !== null) chrome.windows.remove(e.windowId).catch(() => {});
+  e.resolve(reply ? { answer: e.allowed.has(answer) ? answer : 'deny' } : NO_REPLY);
+  if (q.length && !q[0].shown) show(q[0]);
+  tellWaiting(e.key);
+}
+
+// tellWaiting tells the agent's shown window how many prompts wait behind it.
+function tellWaiting(key) {
+  const q = queues.get(key);
+  if (!q?.length) return;
+  chrome.runtime.sendMessage({ type: 'prompt-queue', promptId: q[0].promptId, waiting: q.length - 1 }).catch(() => {});
+}
+
+// Closing the window denies now, not after the timeout.
+export function onWindowRemoved(windowId) {
+  for (const e of byPromptId.values()) {
+    if (e.windowId === windowId) finish(e, 'deny');
+  }
+}
+
+// promptCancel is the host's prompt-cancel: the prompt's run ended or its
+// time ran out. Its window closes (or it leaves the queue unseen).
+export function promptCancel(m) {
+  const e = byHostId.get(String(m.id));
+  if (!e) return NO_REPLY;
+  withdrawn.set(e.promptId, { details: e.details, why: String(m.reason || 'withdrawn by the host') });
+  if (withdrawn.size > MAX_WITHDRAWN) withdrawn.delete(withdrawn.keys().next().value);
+  finish(e, 'deny', { reply: false });
+  return NO_REPLY;
+}
+
+// promptStatus is what a prompt window asks when it opens: how many wait
+// behind it.
+export function promptStatus(promptId) {
+  const e = byPromptId.get(promptId);
+  if (!e) return { success: false, code: withdrawn.has(promptId) ? 'prompt_cancelled' : 'unknown_prompt' };
+  return { success: true, waiting: (queues.get(e.key) || []).length - 1 };
+}
+
+// promptAnswered takes a window's answer. An answer for a withdrawn
+// prompt is refused and put in the host's denial log (with its audit
+// record): the person clicked for a run that is over.
+export async function promptAnswered(promptId, answer) {
+  const e = byPromptId.get(promptId);
+  if (e?.shown) {
+    finish(e, answer);
+    return { success: true };
+  }
+  const w = withdrawn.get(promptId);
+  if (!w) return { success: false, code: 'unknown_prompt', error: 'no prompt waits for this answer' };
+  withdrawn.delete(promptId);
+  const d = w.details;
+  const error = `answered after the prompt was withdrawn: ${w.why}`;
+  if (d.agentId) {
+    await native.request('log-denial', {
+      agentId: d.agentId, permission: d.permission, code: 'prompt_cancelled',
+      context: { reason: error, details: { operation: String(d.operation || ''), answer: String(answer).slice(0, 40) } },
+    }).catch((err) => console.warn('agentgate: late answer not logged:', err.message || err));
+  }
+  return { success: false, code: 'prompt_cancelled', error };
 }

@@ -6,6 +6,12 @@
 // The executionTimeout is enforced here by ending the worker.
 import { host } from './host.js';
 
+// A run's calls, the refused touches of absent functions included, are
+// bounded as the host bounds them (maxPythonCalls): an agent that loops on
+// a function it was not given ends with call_limit, not with thousands of
+// denials.
+const MAX_CALLS = 10000;
+
 // How long Pyodide may take to load before the run gives up: loading is
 // not the agent's time, so it is not counted against executionTimeout.
 const LOAD_TIMEOUT_MS = 120000;
@@ -56,11 +62,20 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
   let output = '';
   const out = (text) => { output += text; onOutput(text); };
   const box = openSandbox();
+  const watch = chrome.runtime.connect({ name: 'python-run' });
   let finish;
   const finished = new Promise((resolve) => { finish = resolve; });
   let run = null;
   let timer = null;
   let phase = 'loading';
+  let calls = 0;
+  const absentTouches = new Map(); // name -> times touched
+  // counted is false once the run passed MAX_CALLS, which ends it.
+  const counted = () => {
+    if (++calls <= MAX_CALLS) return true;
+    finish({ status: 'call_limit', error: `the run made more than ${MAX_CALLS} calls` });
+    return false;
+  };
 
   box.on(async (msg) => {
     switch (msg.type) {
@@ -78,6 +93,7 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
         out(String(msg.text ?? ''));
         break;
       case 'call': {
+        if (!counted()) break;
         const t = performance.now();
         const r = await host('agent-call', { runId: run?.runId, agentId, operation: String(msg.name), params: msg.params || {} });
         timings.lastCallMs = performance.now() - t;
@@ -87,11 +103,12 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
       }
       case 'absent': {
         const perm = run?.absent?.[msg.name];
-        if (!perm) break;
-        const d = { agentId, permission: perm, code: 'import_not_granted',
-          context: { reason: `restricted_api.${msg.name} needs ${perm}, which the agent was not granted`, details: { import: `restricted_api.${msg.name}` } } };
-        onDenial(d);
-        host('log-denial', d);
+        if (!perm || !counted()) break;
+        // Shown and recorded once per name per run, with how many times
+        // (absentDenial, when the run ends).
+        const n = (absentTouches.get(msg.name) || 0) + 1;
+        absentTouches.set(msg.name, n);
+        if (n === 1) onDenial(absentDenial(msg.name, perm, 1));
         break;
       }
       case 'done':
@@ -103,6 +120,12 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
     }
   });
 
+  function absentDenial(name, perm, n) {
+    return { agentId, permission: perm, code: 'import_not_granted',
+      context: { reason: `restricted_api.${name} needs ${perm}, which the agent was not granted${n > 1 ? ` (touched ${n} times in this run)` : ''}`,
+        details: { import: `restricted_api.${name}`, count: String(n) } } };
+  }
+
   async function start() {
     const r = await host('python-run', { agentId, input, tabId, sessionId });
     if (!r?.success) {
@@ -110,11 +133,15 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
       return;
     }
     run = r.data;
+    // While the run is open, the service worker holds its end: this page
+    // closing ends the run in the host (router.js, portHandlers).
+    watch.postMessage({ runId: run.runId, agentId });
     phase = 'running';
     timings.startedAt = performance.now();
     timer = setTimeout(() => finish({ status: 'timeout', error: `the agent ran longer than its executionTimeout of ${run.executionTimeout} ms and was stopped` }),
       run.executionTimeout);
-    box.send({ type: 'run', source: run.source, api: run.api, absent: Object.keys(run.absent || {}), input: run.input, maxMemory: run.maxMemory });
+    box.send({ type: 'run', source: run.source, api: run.api, absent: Object.keys(run.absent || {}), input: run.input, maxMemory: run.maxMemory,
+      timeoutMs: run.executionTimeout });
   }
 
   await box.loaded;
@@ -127,6 +154,10 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
   if (timings.startedAt) timings.runMs = Math.round(performance.now() - timings.startedAt);
   delete timings.startedAt;
   timings.totalMs = Math.round(performance.now() - t0);
+  // One record per absent function touched, with its count.
+  await Promise.all([...absentTouches].map(([name, n]) => host('log-denial', absentDenial(name, run.absent[name], n))));
+  watch.postMessage({ ended: true });
+  watch.disconnect();
   if (run) await host('python-run-end', { runId: run.runId, agentId, status: res.status });
   const status = res.status;
   return { status, output, code: status === 'ok' ? undefined : (res.code || status), error: res.error, timings, sessionId: run?.sessionId };

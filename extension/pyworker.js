@@ -13,6 +13,33 @@ let nextId = 1;
 let pyodide = null;
 let maxMemory = 0;
 
+// A run prints at most MAX_OUTPUT bytes, as a module's run does: past it
+// the run ends with too_large. The cut is made here, in the worker, so
+// nothing larger ever crosses to the page, whose main thread a flood of
+// output would hold (and with it the run's timer and the popup).
+const MAX_OUTPUT = 1 << 20;
+let printed = 0;
+let over = false;
+const utf8 = new TextEncoder();
+
+function emit(text) {
+  if (over) return;
+  const s = String(text);
+  const room = MAX_OUTPUT - printed;
+  // At most room + 1 characters are encoded: enough to know it passes.
+  const bytes = utf8.encode(s.length > room + 1 ? s.slice(0, room + 1) : s);
+  if (bytes.length <= room) {
+    printed += bytes.length;
+    post({ type: 'output', text: s });
+    return;
+  }
+  over = true;
+  printed = MAX_OUTPUT;
+  const part = new TextDecoder().decode(bytes.subarray(0, room)).replace(/\uFFFD$/, '');
+  if (part) post({ type: 'output', text: part });
+  post({ type: 'done', status: 'too_large', error: `the run's output passed its limit of ${MAX_OUTPUT} bytes` });
+}
+
 // The globals an agent could reach the world, or start more code, with.
 const ESCAPES = [
   'fetch', 'XMLHttpRequest', 'WebSocket', 'WebSocketStream', 'EventSource', 'WebTransport',
@@ -153,8 +180,8 @@ async function init(msg) {
   pyodide = await loadPyodide({
     indexURL: new URL('./pyodide/', import.meta.url).href,
     jsglobals: {},
-    stdout: (s) => post({ type: 'output', text: s + '\n' }),
-    stderr: (s) => post({ type: 'output', text: s + '\n' }),
+    stdout: (s) => emit(s + '\n'),
+    stderr: (s) => emit(s + '\n'),
   });
   maxMemory = msg.maxMemory || 0;
   pyodide.runPython(PRELUDE);
@@ -169,18 +196,20 @@ async function run(msg) {
   try {
     const make = pyodide.globals.get('_make_restricted_api');
     const api = make(pyodide.toPy(msg.api || []), pyodide.toPy(msg.absent || []), call,
-      (name) => post({ type: 'absent', name }), (text) => post({ type: 'output', text }));
+      (name) => post({ type: 'absent', name }), emit);
     ns.set('restricted_api', api);
     ns.set('agent_input', String(msg.input ?? ''));
     ns.set('RestrictedAPIError', pyodide.globals.get('RestrictedAPIError'));
     ns.set('__name__', '__main__');
     await pyodide.runPythonAsync(String(msg.source), { globals: ns });
+    if (over) return; // ended already: too_large
     if (maxMemory && memoryBytes() > maxMemory) {
       post({ type: 'done', status: 'memory_limit', error: `Python used ${memoryBytes()} bytes; maxMemory is ${maxMemory}` });
       return;
     }
     post({ type: 'done', status: 'ok', runMs: Math.round(performance.now() - t0) });
   } catch (e) {
+    if (over) return;
     const text = String(e?.message || e);
     const status = /MemoryError|out of memory/i.test(text) ? 'memory_limit' : 'exception';
     post({ type: 'done', status, error: text.slice(-4000), runMs: Math.round(performance.now() - t0) });

@@ -2,9 +2,9 @@
 // one for content scripts, one for requests the host sends to us.
 import { native } from './native.js';
 import { browserCall, bindTab } from './browser.js';
-import { prompt, promptLayer, promptAnswered } from './prompts.js';
+import { prompt, promptLayer, promptAnswered, promptCancel, promptStatus } from './prompts.js';
 import { installBundledAgents } from './agents.js';
-import { checkAudit, restartAudit } from './audit.js';
+import { checkAudit, restartAudit, auditSoon } from './audit.js';
 
 // Requests an extension page may forward to the host.
 const PAGE_REQUESTS = new Set([
@@ -25,6 +25,10 @@ const prepare = {
   'python-run': async ({ tabId, context, origin, ...params }) => ({ ...params, ...(await bindTab(tabId)) }),
 };
 
+// The pages' requests in progress that a page's going away ends, by the
+// page's ref: the native request's id (see onConnect).
+const inflightByRef = new Map();
+
 const pageHandlers = {
   // {type: 'host', request: {type, ...}, ref?}: ref streams progress events
   // back as {type: 'host-event', ref, event}.
@@ -37,13 +41,20 @@ const pageHandlers = {
       : undefined;
     try {
       const sent = prepare[type] ? await prepare[type](params) : params;
-      return await native.request(type, sent, { onEvent, timeoutMs: type === 'run-agent' || type === 'run-workflow' ? 660000 : 120000 });
+      const onSent = msg.ref ? (id) => inflightByRef.set(String(msg.ref), id) : undefined;
+      return await native.request(type, sent, { onEvent, onSent, timeoutMs: type === 'run-agent' || type === 'run-workflow' ? 660000 : 120000 });
     } catch (e) {
       return { success: false, code: e.code || 'internal_error', error: String(e.message || e) };
+    } finally {
+      if (msg.ref) inflightByRef.delete(String(msg.ref));
+      // What the host recorded for this request is covered by a
+      // checkpoint a moment later (audit.js).
+      auditSoon();
     }
   },
-  'prompt-answer': async (msg) => ({ success: promptAnswered(msg.promptId, msg.answer) }),
-  // The audit trail's check (audit.js): the options page asks on open.
+  'prompt-answer': (msg) => promptAnswered(String(msg.promptId), String(msg.answer)),
+  'prompt-status': async (msg) => promptStatus(String(msg.promptId)),
+  // The audit trail's check (audit.js): the options page and the popup ask on open.
   'audit-check': () => checkAudit(),
   'audit-restart': () => restartAudit(),
 };
@@ -56,12 +67,52 @@ const contentHandlers = {
   },
 };
 
-export const hostRequests = { 'browser-call': browserCall, prompt, 'prompt-layer': promptLayer };
+export const hostRequests = { 'browser-call': browserCall, prompt, 'prompt-layer': promptLayer, 'prompt-cancel': promptCancel };
 native.setHostHandlers(hostRequests);
+
+// isExtensionPage tells the extension's own pages from content scripts.
+function isExtensionPage(sender) {
+  return sender?.id === chrome.runtime.id && typeof sender.url === 'string' && sender.url.startsWith(chrome.runtime.getURL('')) &&
+    !sender.tab?.url?.startsWith('http');
+}
+
+// A page holds a port open while something it started runs: 'request:REF'
+// for a request sent with that ref (a module's run), 'python-run' for a
+// Python run (the page posts {runId, agentId} once it has one, {ended:
+// true} when it ends it itself). The port closing without that end (the
+// popup closed) ends the run in the host: its calls and prompts with it.
+const portHandlers = {
+  request: (port, ref) => {
+    port.onDisconnect.addListener(() => {
+      const id = inflightByRef.get(ref);
+      if (id) native.cancel(id);
+    });
+  },
+  'python-run': (port) => {
+    let open = null;
+    port.onMessage.addListener((m) => {
+      if (m?.ended) open = null;
+      else if (typeof m?.runId === 'string' && typeof m?.agentId === 'string') open = { runId: m.runId, agentId: m.agentId };
+    });
+    port.onDisconnect.addListener(() => {
+      if (open) native.request('python-run-end', { ...open, status: 'cancelled' }).catch(() => {});
+    });
+  },
+};
+
+export function onConnect(port) {
+  const [kind, ref = ''] = String(port.name).split(/:(.*)/s);
+  const handler = portHandlers[kind];
+  if (!handler || !isExtensionPage(port.sender)) {
+    port.disconnect();
+    return;
+  }
+  handler(port, ref);
+}
 
 export function onMessage(msg, sender, sendResponse) {
   if (!msg || typeof msg !== 'object' || msg.target === 'offscreen' || sender.id !== chrome.runtime.id) return false;
-  const fromPage = typeof sender.url === 'string' && sender.url.startsWith(chrome.runtime.getURL('')) && !sender.tab?.url?.startsWith('http');
+  const fromPage = isExtensionPage(sender);
   const handler = fromPage ? pageHandlers[msg.type] : contentHandlers[msg.type];
   if (!handler) return false;
   handler(msg, sender).then(sendResponse, (e) => sendResponse({ success: false, code: 'internal_error', error: String(e) }));

@@ -41,7 +41,19 @@
       worker = null;
       return;
     }
-    const { token: _, ...rest } = msg;
+    const { token: _, timeoutMs, ...rest } = msg;
+    if (msg.type === 'run' && Number(timeoutMs) > 0) {
+      // The run's executionTimeout, kept here as well as in the page,
+      // which is busy with the output it shows: this frame only relays
+      // (at most 1 MiB of output, cut in the worker), so its timer fires
+      // on time and ends the worker.
+      setTimeout(() => {
+        if (!worker) return;
+        worker.terminate();
+        worker = null;
+        toPage({ type: 'done', status: 'timeout', error: `the agent ran longer than its executionTimeout of ${Number(timeoutMs)} ms and was stopped` });
+      }, Number(timeoutMs));
+    }
     worker?.postMessage(rest);
   });
 })();

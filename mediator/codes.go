@@ -64,6 +64,7 @@ const (
 	CodeUserDenied      Code = "user_denied"           // the user answered deny (once)
 	CodeBlockedByUser   Code = "blocked_by_user"       // a remembered always-block answer
 	CodePromptTimeout   Code = "prompt_timeout"        // nobody answered the prompt in time
+	CodePromptCancelled Code = "prompt_cancelled"      // the prompt was withdrawn (its run ended, its time ran out) before an answer counted; a late answer is refused with it
 	CodeConfirmRequired Code = "confirmation_required" // needs a prompt and no one can be asked
 	CodePageChanged     Code = "page_changed"          // the document a run is bound to is gone or has another origin
 

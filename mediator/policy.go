@@ -322,7 +322,10 @@ func (p *Policy) prompt(ctx context.Context, op Operation, d PolicyDecision) Pol
 	if err != nil {
 		d.Code, d.DecidedBy = CodePromptTimeout, "prompt:timeout"
 		d.Reason = "nobody answered the prompt in time"
-		if c := CodeOf(err); c != CodeTimeout && !errors.Is(err, context.DeadlineExceeded) {
+		if c := CodeOf(err); c == CodePromptCancelled {
+			// Withdrawn: the run it was for ended first.
+			d.Code, d.DecidedBy, d.Reason = c, "prompt:cancelled", MessageOf(err)
+		} else if c != CodeTimeout && !errors.Is(err, context.DeadlineExceeded) {
 			d.Code, d.DecidedBy, d.Reason = codeOrInternal(c), "prompt:error", "the prompt failed: "+MessageOf(err)
 		}
 		return d

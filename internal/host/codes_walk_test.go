@@ -145,6 +145,23 @@ func refusalScenarios() []codeScenario {
 			w.answers("deny")
 			w.fetch("reader", w.web.URL+"/ok", map[string]any{"method": "POST", "body": "x"})
 		}},
+		{code: mediator.CodePromptCancelled, entry: "agent-call whose run ends while it waits on a prompt", scenario: func(w *walk) {
+			runID, _ := openPythonRun(w.h, "py-withdrawn", []string{"network.fetch"}, hostPort(w.web.URL))
+			w.answers("late")
+			n := w.prompts.count()
+			got := make(chan struct{})
+			go func() {
+				defer close(got)
+				w.h.client.Call(context.Background(), "agent-call", map[string]any{"runId": runID, "agentId": "py-withdrawn", "operation": "fetch",
+					"params": map[string]any{"url": w.web.URL + "/ok", "options": map[string]any{"method": "POST", "body": "x"}}})
+			}()
+			deadline := time.Now().Add(10 * time.Second)
+			for w.prompts.count() == n && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			w.h.call("python-run-end", map[string]any{"runId": runID, "agentId": "py-withdrawn", "status": "timeout"})
+			<-got
+		}},
 		{code: mediator.CodeBlockedByUser, entry: "network-fetch", scenario: func(w *walk) {
 			w.answers("always-block")
 			w.fetch("blocker", w.web.URL+"/ok", map[string]any{"method": "POST", "body": "x"})

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,16 @@ var resultTypes = map[string]string{
 	"prompt-layer-result": "prompt-layer",
 }
 
+// promptTypes are the host's requests that open a window for a person.
+// One that ends without its answer (the run it belongs to ended, its time
+// ran out, the call was cancelled) is withdrawn with a prompt-cancel, so
+// the window closes instead of waiting for an answer nothing reads.
+var promptTypes = map[string]bool{"prompt": true, "prompt-layer": true}
+
+// maxCancelled bounds the withdrawn prompts remembered for their late
+// answers: a late answer to an older one is only dropped and logged.
+const maxCancelled = 256
+
 // DefaultBrowserTimeout bounds a browser-call: long enough for a slow page
 // or the clipboard's offscreen document, short enough that a hung tab does
 // not hold a run until its own timeout.
@@ -33,6 +44,11 @@ type peer struct {
 	next    atomic.Int64
 	mu      sync.Mutex
 	waiting map[string]waiter
+	// cancelled are withdrawn prompts by id, oldest first in order: an
+	// answer that crossed the prompt-cancel on the way is refused and
+	// recorded as theirs.
+	cancelled map[string]mediator.Denial
+	order     []string
 }
 
 type waiter struct {
@@ -40,8 +56,10 @@ type waiter struct {
 	ch  chan *request
 }
 
-// deliver hands a result frame to the caller waiting for its id. Results
-// nobody waits for (late, after a timeout, invented) are dropped.
+// deliver hands a result frame to the caller waiting for its id. An
+// answer to a prompt the host withdrew is refused and recorded
+// (refuseLate); other results nobody waits for (late, invented) are
+// dropped.
 func (p *peer) deliver(req *request) {
 	var id string
 	if json.Unmarshal(req.ID, &id) != nil {
@@ -56,6 +74,9 @@ func (p *peer) deliver(req *request) {
 		ok = false
 	}
 	p.mu.Unlock()
+	if !ok && p.refuseLate(id, req) {
+		return
+	}
 	if !ok {
 		p.s.log.Warn("result dropped: nobody waits for it", "type", req.Type, "id", clip(id))
 		return
@@ -95,13 +116,103 @@ func (p *peer) ask(ctx context.Context, typ string, timeout time.Duration, field
 	case r := <-w.ch:
 		return r, nil
 	case <-timer.C:
+		p.withdraw(id, typ, fields, "its time ran out")
+		p.lateInQueue(id, w)
 		return nil, mediator.Errorf(mediator.CodeTimeout, "the extension did not answer %s within %v", typ, timeout)
 	case <-p.s.broken:
 		return nil, mediator.Errorf(mediator.CodeNoBrowser, "the extension went away before answering %s", typ)
 	case <-p.s.inputEnded:
 		return nil, mediator.Errorf(mediator.CodeNoBrowser, "the extension closed the connection before answering %s", typ)
 	case <-ctx.Done():
+		cause := context.Cause(ctx)
+		if mediator.CodeOf(cause) == mediator.CodePromptCancelled {
+			// The run ended (pythonRun.end): the call is refused for
+			// that, not as a prompt nobody answered.
+			p.withdraw(id, typ, fields, mediator.MessageOf(cause))
+			p.lateInQueue(id, w)
+			return nil, &mediator.Error{Code: mediator.CodePromptCancelled, Msg: mediator.MessageOf(cause), Err: ctx.Err()}
+		}
+		why := "the call it was for was cancelled"
+		if errors.Is(cause, context.DeadlineExceeded) {
+			why = "its time ran out"
+		}
+		p.withdraw(id, typ, fields, why)
+		p.lateInQueue(id, w)
 		return nil, &mediator.Error{Code: mediator.CodeTimeout, Msg: typ + " was cancelled", Err: ctx.Err()}
+	}
+}
+
+// lateInQueue refuses an answer that reached w as the wait ended another
+// way (select picks either when both are ready): it counts for nothing
+// and is recorded like any later one.
+func (p *peer) lateInQueue(id string, w waiter) {
+	select {
+	case r := <-w.ch:
+		p.refuseLate(id, r)
+	default:
+	}
+}
+
+// refuseLate records req, a prompt-result for prompt id that the host
+// withdrew, as refused: the answer counts for nothing, and is on the
+// record. It reports whether id was such a prompt.
+func (p *peer) refuseLate(id string, req *request) bool {
+	if resultTypes[req.Type] != "prompt" {
+		return false
+	}
+	p.mu.Lock()
+	late, ok := p.cancelled[id]
+	delete(p.cancelled, id)
+	p.mu.Unlock()
+	if !ok {
+		return false
+	}
+	var res struct {
+		Answer string `json:"answer"`
+	}
+	_ = json.Unmarshal(req.Raw, &res)
+	late.Context.Details["answer"] = clip(res.Answer)
+	p.s.recordDenial(context.Background(), late)
+	return true
+}
+
+// withdraw tells the extension that prompt id is over (prompt-cancel): its
+// window closes and an answer given to it counts for nothing. The prompt
+// is kept, bounded, so an answer already on its way is refused and
+// recorded (deliver). Requests other than prompts are not withdrawn.
+func (p *peer) withdraw(id, typ string, fields map[string]any, why string) {
+	if !promptTypes[typ] {
+		return
+	}
+	// Nobody waits from here on: an answer arriving after the
+	// prompt-cancel is sent must find the prompt withdrawn, not waited for.
+	p.mu.Lock()
+	delete(p.waiting, id)
+	p.mu.Unlock()
+	// A layer's prompt speaks for a workflow, not one agent's operation:
+	// its late answer is dropped and logged by deliver, not kept here.
+	if typ == "prompt" {
+		agent, _ := fields["agentId"].(string)
+		op, _ := fields["operation"].(string)
+		perm, _ := fields["permission"].(mediator.Permission)
+		late := mediator.Denial{AgentID: agent, Permission: string(perm), Code: mediator.CodePromptCancelled,
+			Context: mediator.DenialContext{Reason: "answered after the prompt was withdrawn: " + why,
+				Details: map[string]string{"operation": op, "promptId": id}}}
+		p.mu.Lock()
+		if p.cancelled == nil {
+			p.cancelled = map[string]mediator.Denial{}
+		}
+		p.cancelled[id] = late
+		p.order = append(p.order, id)
+		if len(p.order) > maxCancelled {
+			delete(p.cancelled, p.order[0])
+			p.order = p.order[1:]
+		}
+		p.mu.Unlock()
+	}
+	rawID, _ := json.Marshal(id)
+	if err := p.s.write(rawID, map[string]any{"id": id, "type": "prompt-cancel", "code": mediator.CodePromptCancelled, "reason": why}); err != nil {
+		p.s.log.Warn("prompt-cancel not sent", "id", id, "err", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
@@ -18,23 +19,46 @@ import (
 // promptScript answers prompts with the next answer and keeps what the
 // prompts showed.
 type promptScript struct {
-	mu      sync.Mutex
-	answers []string
-	shown   []map[string]any
+	mu        sync.Mutex
+	answers   []string // "late" answers allow-once only after the prompt was withdrawn
+	shown     []map[string]any
+	withdrawn []map[string]any // the prompt-cancel messages
+	cancelled map[string]chan struct{}
 }
 
 func (p *promptScript) handle(typ string, msg json.RawMessage) map[string]any {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	var m map[string]any
 	json.Unmarshal(msg, &m)
+	p.mu.Lock()
+	if typ == "prompt-cancel" {
+		p.withdrawn = append(p.withdrawn, m)
+		if ch := p.cancelled[fmt.Sprint(m["id"])]; ch != nil {
+			close(ch)
+		}
+		p.mu.Unlock()
+		return nil
+	}
 	p.shown = append(p.shown, m)
 	if typ != "prompt" || len(p.answers) == 0 {
+		p.mu.Unlock()
 		return map[string]any{"answer": "deny"}
 	}
 	a := p.answers[0]
 	p.answers = p.answers[1:]
-	return map[string]any{"answer": a}
+	if a != "late" {
+		p.mu.Unlock()
+		return map[string]any{"answer": a}
+	}
+	// "late": wait until the host withdraws this prompt, then allow it,
+	// as a person clicking just as the window closes would.
+	if p.cancelled == nil {
+		p.cancelled = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	p.cancelled[fmt.Sprint(m["id"])] = ch
+	p.mu.Unlock()
+	<-ch
+	return map[string]any{"answer": "allow-once"}
 }
 
 func (p *promptScript) count() int {
@@ -182,5 +206,58 @@ func TestPromptTargetNamesFiles(t *testing.T) {
 	s := targetOf(op)
 	if len(s.Paths) != 2 || s.Paths[0] != "/tmp/sample.txt" || s.Paths[1] != "imported.txt" {
 		t.Fatalf("shell: %+v", s)
+	}
+}
+
+// TestCancelRequestWithdrawsItsPrompt: cancel-request ends a request in
+// progress (the extension sends it when the page that asked is gone):
+// its prompt is withdrawn, the operation refused and never performed.
+func TestCancelRequestWithdrawsItsPrompt(t *testing.T) {
+	var hits atomic.Int64
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer web.Close()
+	h := newHarness(t, true)
+	h.install("poster", []string{"network.fetch"}, true, hostPort(web.URL))
+	script := &promptScript{answers: []string{"late"}}
+	h.client.SetHostHandler(script.handle)
+	raw, _ := json.Marshal(map[string]any{"id": "from-a-closed-popup", "type": "network-fetch", "agentId": "poster",
+		"url": web.URL + "/form", "options": map[string]any{"method": "POST", "body": "x"}})
+	if err := h.client.Send(raw); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return script.count() == 1 })
+	for _, c := range []struct {
+		name      string
+		requestID string
+		cancelled bool
+	}{
+		{"the request in progress", "from-a-closed-popup", true},
+		{"no such request", "never-sent", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out struct {
+				Cancelled bool `json:"cancelled"`
+			}
+			h.mustOK("cancel-request", map[string]any{"requestId": c.requestID}, &out)
+			if out.Cancelled != c.cancelled {
+				t.Fatalf("cancelled = %v; want %v", out.Cancelled, c.cancelled)
+			}
+		})
+	}
+	select {
+	case r := <-h.client.Unmatched:
+		if r.Success || r.Code != string(mediator.CodePromptTimeout) {
+			t.Fatalf("the cancelled fetch got %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled request was not answered")
+	}
+	waitUntil(t, func() bool {
+		script.mu.Lock()
+		defer script.mu.Unlock()
+		return len(script.withdrawn) == 1
+	})
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("a cancelled POST reached the server %d times", n)
 	}
 }

@@ -47,7 +47,16 @@ type pythonRun struct {
 	context   json.RawMessage // echoed in the run's browser-calls
 	deadline  time.Time
 	calls     int
+	// ctx is done when the run ends (python-run-end, expiry): every call
+	// of the run in progress is cancelled with it, a prompt it waits on
+	// withdrawn (prompt-cancel), so no answer given later acts for it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	expiry *time.Timer // ends the run at its deadline when nobody ends it (the page that ran it closed)
 }
+
+// errRunEnded is why a call of an ended run is cancelled.
+var errRunEnded = mediator.Errorf(mediator.CodePromptCancelled, "the run ended before the call was decided")
 
 // pythonRuns holds the open runs of every host in this process, keyed by
 // run id; a run answers only its own host.
@@ -98,7 +107,22 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 	caps := rec.Profile.Capabilities
 	run := &pythonRun{owner: s, agentID: p.AgentID, session: sessionID, ephemeral: ephemeral, level: level, origin: p.Origin, context: bound,
 		deadline: time.Now().Add(caps.Timeout() + pythonRunSlack)}
+	run.ctx, run.cancel = context.WithCancelCause(context.Background())
 	id := newRunID()
+	// A run nobody ends (the page that ran it was closed) ends at its
+	// deadline all the same, and its calls with it. Set before the run
+	// is in the map, where end may read it.
+	run.expiry = time.AfterFunc(time.Until(run.deadline), func() {
+		pythonRuns.Lock()
+		mine := pythonRuns.m[id] == run
+		if mine {
+			delete(pythonRuns.m, id)
+		}
+		pythonRuns.Unlock()
+		if mine {
+			run.end(context.Background())
+		}
+	})
 	pythonRuns.Lock()
 	now := time.Now()
 	var expired []*pythonRun
@@ -273,6 +297,12 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	// The call lives no longer than its run: python-run-end cancels it,
+	// and a prompt it waits on, however long ago it was asked.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(run.ctx, func() { cancel(context.Cause(run.ctx)) })
+	defer stop()
 	fn, ok := pyagent.Lookup(p.Operation)
 	if !ok {
 		return nil, mediator.Errorf(mediator.CodeUnknownOperation, "restricted_api has no function %q", clip(p.Operation))
@@ -351,6 +381,12 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 		done(nil)
 		return map[string]any{}, nil
 	}
+	if run.ctx.Err() != nil {
+		// Allowed, but the run ended meanwhile: nothing acts for it now.
+		err := mediator.Errorf(mediator.CodeUnknownRun, "the run ended before %s was performed", op.Name)
+		done(err)
+		return nil, err
+	}
 	b := &Browser{peer: &s.peer, agentID: run.agentID, context: run.context, timeout: DefaultBrowserTimeout}
 	out, err := b.Call(ctx, op.Name, browserParams)
 	done(err)
@@ -393,6 +429,12 @@ func (r *pythonRun) shell(ctx context.Context, s *server, line string) (any, err
 // the run ended, or expired, and nobody else knows that session. A
 // failure is logged; the store's next open sweeps what is left.
 func (r *pythonRun) end(ctx context.Context) {
+	if r.expiry != nil {
+		r.expiry.Stop()
+	}
+	if r.cancel != nil {
+		r.cancel(errRunEnded)
+	}
 	if !r.ephemeral {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,8 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/agentgate/nmhost/internal/nmclient"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
@@ -427,5 +431,71 @@ func TestPythonShell(t *testing.T) {
 	want := "shell.echo allowed,shell.cat allowed,shell.cat allowed,shell.grep session_level,shell.echo permission_outside_set,shell.cat allowed,shell.cp path_not_allowed,shell.cat session_level,shell.sh shell_not_allowed"
 	if got := strings.Join(ops, ","); got != want {
 		t.Fatalf("shell decisions\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestEndedRunWithdrawsItsPrompt: a call of a Python run waits on a
+// prompt; the run ends. The call is refused (prompt_cancelled), the
+// extension is told to close the prompt (prompt-cancel with the prompt's
+// id), an answer that comes after is refused and recorded with its audit
+// record, nothing is fetched, and a later call of the run is unknown_run.
+func TestEndedRunWithdrawsItsPrompt(t *testing.T) {
+	var hits atomic.Int64
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer web.Close()
+	h := newHarness(t, true)
+	script := &promptScript{answers: []string{"late"}}
+	h.client.SetHostHandler(script.handle)
+	runID, _ := openPythonRun(h, "py-late", []string{"network.fetch"}, hostPort(web.URL))
+	got := make(chan nmclient.Reply, 1)
+	go func() {
+		got <- h.call("agent-call", map[string]any{"runId": runID, "agentId": "py-late", "operation": "fetch",
+			"params": map[string]any{"url": web.URL + "/post", "options": map[string]any{"method": "POST", "body": "x"}}})
+	}()
+	waitUntil(t, func() bool { return script.count() == 1 })
+	h.mustOK("python-run-end", map[string]any{"runId": runID, "agentId": "py-late", "status": "timeout"}, nil)
+	h.wantCode(<-got, mediator.CodePromptCancelled)
+
+	script.mu.Lock()
+	shownID := fmt.Sprint(script.shown[0]["id"])
+	script.mu.Unlock()
+	waitUntil(t, func() bool {
+		script.mu.Lock()
+		defer script.mu.Unlock()
+		return len(script.withdrawn) == 1 && fmt.Sprint(script.withdrawn[0]["id"]) == shownID && script.withdrawn[0]["code"] == "prompt_cancelled"
+	})
+	// The late allow-once is on the record as refused, beside the call's own refusal.
+	waitUntil(t, func() bool {
+		page, err := h.st.ListDenials(context.Background(), store.DenialFilter{Code: mediator.CodePromptCancelled})
+		if err != nil {
+			t.Fatal(err)
+		}
+		late := 0
+		for _, d := range page.Denials {
+			if d.AuditSeq == 0 {
+				t.Fatalf("denial %+v names no audit record", d)
+			}
+			if d.Context.Details["answer"] == "allow-once" && d.Context.Details["promptId"] == shownID {
+				late++
+			}
+		}
+		return late == 1 && len(page.Denials) == 2
+	})
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the POST of an ended run reached the server %d times", n)
+	}
+	h.wantCode(h.call("agent-call", map[string]any{"runId": runID, "agentId": "py-late", "operation": "log", "params": map[string]any{"text": "x"}}),
+		mediator.CodeUnknownRun)
+}
+
+// waitUntil polls cond until it holds, for at most 10 s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

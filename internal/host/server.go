@@ -97,6 +97,7 @@ var handlers = map[string]handlerFunc{
 	"python-run":        handlePythonRun,
 	"agent-call":        handleAgentCall,
 	"python-run-end":    handlePythonRunEnd,
+	"cancel-request":    handleCancelRequest,
 	"list-sessions":     handleListSessions,
 	"set-session":       handleSetSession,
 }
@@ -113,6 +114,8 @@ type server struct {
 	// inputEnded is closed when stdin ends: nothing can answer a
 	// host-initiated request any more, so waiting for one is pointless.
 	inputEnded chan struct{}
+	// inflight are the requests cancel-request may end (cancel.go).
+	inflight inflight
 }
 
 type request struct {
@@ -229,6 +232,8 @@ func (s *server) handle(ctx context.Context, req *request, err error) {
 		s.sendErr(id, err)
 		return
 	}
+	ctx, done := s.inflight.track(ctx, req)
+	defer done()
 	data, err := h(ctx, s, req)
 	if err != nil {
 		s.log.Info("request failed", "type", req.Type, "id", string(req.ID), "code", mediator.CodeOf(err), "err", err)

@@ -109,6 +109,11 @@ type HostHandler func(typ string, msg json.RawMessage) map[string]any
 // hostResultTypes maps a host-initiated request type to its result type.
 var hostResultTypes = map[string]string{"browser-call": "browser-result", "prompt": "prompt-result"}
 
+// hostNotices are host-initiated messages that take no answer: a
+// prompt-cancel withdraws a prompt sent before. The handler sees them; what
+// it returns is dropped.
+var hostNotices = map[string]bool{"prompt-cancel": true}
+
 // SetHostHandler makes the client answer host-initiated requests with h.
 // Without one they go unanswered, as with an extension that ignores them.
 func (c *Client) SetHostHandler(h HostHandler) {
@@ -237,6 +242,15 @@ func (c *Client) dispatch(msg []byte) {
 	}
 	if result, ok := hostResultTypes[head.Type]; ok {
 		c.answerHost(head.ID, head.Type, result, msg)
+		return
+	}
+	if hostNotices[head.Type] {
+		c.mu.Lock()
+		h := c.onHost
+		c.mu.Unlock()
+		if h != nil {
+			go h(head.Type, msg)
+		}
 		return
 	}
 	if head.Event != "" {

@@ -105,6 +105,8 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 		return f, nil
 	}
 	var prof Profile
+	// decode: the store's own normalised profile, written by json.Marshal
+	// after ParseProfile read the untrusted one exactly.
 	if err := json.Unmarshal([]byte(raw.ProfileJSON), &prof); err != nil {
 		return decisionFacts{}, &Error{Code: CodeInternal, Msg: "stored profile of " + agentID + " is unreadable", Err: err}
 	}

@@ -1,7 +1,6 @@
 package wasmhost
 
 import (
-	"encoding/json"
 	"errors"
 
 	"github.com/tetratelabs/wazero/api"
@@ -167,8 +166,8 @@ func (ru *run) fetch(mod api.Module, stack []uint64) ([]byte, error) {
 		return nil, err
 	}
 	var req fetchRequest
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "fetch: the request is not the JSON docs/abi.md describes")
+	if err := mediator.DecodeExact(raw, &req); err != nil {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "fetch: the request is not the JSON docs/abi.md describes (names match exactly; no unknown, repeated or case-variant members)")
 	}
 	body, err := agentfetch.DecodeBody(req.Body, req.BodyEncoding)
 	if err != nil {

@@ -189,6 +189,8 @@ func jsonParse(v ref.Val) ref.Val {
 		return tooLarge("json.parse", n, MaxValueBytes)
 	}
 	var out any
+	// decode: json.parse is JSON.parse over a workflow's own data, with
+	// its meaning; nothing is decided from it.
 	if err := json.Unmarshal([]byte(v.(types.String)), &out); err != nil {
 		return types.NewErr("json.parse: %v", err)
 	}

@@ -192,6 +192,8 @@ func (c calls) Do(ctx context.Context, t workflow.CallTask, auth mediator.Author
 		return nil, err
 	}
 	var v map[string]any
+	// decode: a page call's data, handed to the workflow's later steps as
+	// the page gave it; nothing is decided from it.
 	if json.Unmarshal(raw, &v) != nil {
 		v = map[string]any{}
 	}

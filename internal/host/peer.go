@@ -62,6 +62,8 @@ type waiter struct {
 // dropped.
 func (p *peer) deliver(req *request) {
 	var id string
+	// decode: the id parseRequest already checked (validID) is a JSON
+	// string or number; a number is not a host id.
 	if json.Unmarshal(req.ID, &id) != nil {
 		p.s.log.Warn("result dropped: id is not a host id", "type", req.Type, "id", clip(string(req.ID)))
 		return
@@ -167,11 +169,9 @@ func (p *peer) refuseLate(id string, req *request) bool {
 	if !ok {
 		return false
 	}
-	var res struct {
-		Answer string `json:"answer"`
-	}
-	_ = json.Unmarshal(req.Raw, &res)
-	late.Context.Details["answer"] = clip(res.Answer)
+	var res promptResult
+	_ = mediator.DecodeExact(req.Raw, &res)
+	late.Context.Details["answer"] = clip(string(res.Answer))
 	p.s.recordDenial(context.Background(), late)
 	return true
 }
@@ -246,6 +246,9 @@ func (b *Browser) Call(ctx context.Context, call string, params any) (json.RawMe
 		return nil, err
 	}
 	var res browserResult
+	// decode: a page's answer carries what the page script returned; it
+	// is read for success, code and error, and its data goes back to the
+	// agent as the page gave it. The answer itself is the extension's.
 	if err := json.Unmarshal(r.Raw, &res); err != nil {
 		return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "the extension's browser-result is malformed", Err: err}
 	}
@@ -302,10 +305,8 @@ func (p prompter) Prompt(ctx context.Context, req mediator.PromptRequest) (media
 	if err != nil {
 		return "", err
 	}
-	var res struct {
-		Answer mediator.Answer `json:"answer"`
-	}
-	if json.Unmarshal(r.Raw, &res) != nil {
+	var res promptResult
+	if mediator.DecodeExact(r.Raw, &res) != nil {
 		return mediator.AnswerDeny, nil
 	}
 	switch res.Answer {
@@ -313,4 +314,13 @@ func (p prompter) Prompt(ctx context.Context, req mediator.PromptRequest) (media
 		return res.Answer, nil
 	}
 	return mediator.AnswerDeny, nil
+}
+
+// promptResult is the extension's answer to a prompt or a layer's prompt,
+// read exactly: {"answer":"deny","answer":"allow-once"} is refused, not
+// read as either.
+type promptResult struct {
+	ID     json.RawMessage `json:"id"`
+	Type   string          `json:"type"`
+	Answer mediator.Answer `json:"answer"`
 }

@@ -37,7 +37,7 @@ func bindContext(raw json.RawMessage, origin string) (json.RawMessage, error) {
 	}
 	fields := map[string]json.RawMessage{}
 	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &fields); err != nil {
+		if err := mediator.DecodeExact(raw, &fields); err != nil {
 			return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "context must be a JSON object of at most 4 KiB", Err: err}
 		}
 	}

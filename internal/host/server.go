@@ -251,6 +251,8 @@ func (s *server) refuseOrigin(ctx context.Context, req *request) {
 		var p struct {
 			AgentID string `json:"agentId"`
 		}
+		// decode: only to name the refused caller's agent in the denial;
+		// nothing is decided from it.
 		_ = json.Unmarshal(req.Raw, &p)
 		agent = p.AgentID
 	}
@@ -292,6 +294,8 @@ func (s *server) recordRefusal(ctx context.Context, req *request, err error) {
 	typ := ""
 	if req != nil {
 		typ = clip(req.Type)
+		// decode: only to name the agent and permission in the denial of a
+		// request already refused; nothing is decided from it.
 		_ = json.Unmarshal(req.Raw, &p)
 	}
 	s.recordDenial(ctx, mediator.Denial{

@@ -113,10 +113,8 @@ func (p layerPrompter) PromptLayer(ctx context.Context, lp mediator.LayerPrompt)
 	if err != nil {
 		return "", err
 	}
-	var res struct {
-		Answer mediator.Answer `json:"answer"`
-	}
-	if json.Unmarshal(r.Raw, &res) != nil || res.Answer != mediator.AnswerAllowOnce {
+	var res promptResult
+	if mediator.DecodeExact(r.Raw, &res) != nil || res.Answer != mediator.AnswerAllowOnce {
 		return mediator.AnswerDeny, nil
 	}
 	return mediator.AnswerAllowOnce, nil

@@ -137,8 +137,10 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var msg wsMessage
-		if err := json.Unmarshal(data, &msg); err != nil {
-			c.sendJSON(wsError{Type: "error", Code: mediator.CodeBadRequest, Error: "malformed JSON message: " + err.Error()})
+		// Read exactly, like every other input: a second
+		// "permission_level" in another case cannot raise the level.
+		if err := mediator.DecodeExact(data, &msg); err != nil {
+			c.sendJSON(wsError{Type: "error", Code: mediator.CodeBadRequest, Error: "malformed JSON message (names match exactly; no unknown, repeated or case-variant members): " + err.Error()})
 			continue
 		}
 		switch msg.Type {

@@ -1,0 +1,69 @@
+package archcheck
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestLooseDecodesCatchesPlantedOnes: a plain decode is found under any
+// import name; DecodeExact and a marked decode are not.
+func TestLooseDecodesCatchesPlantedOnes(t *testing.T) {
+	src := `package p
+
+import (
+	"encoding/json"
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/agentgate/nmhost/mediator"
+)
+
+func f(b []byte, v any) {
+	json.Unmarshal(b, v)
+	_ = jsonv2.Unmarshal(b, v)
+	_ = json.NewDecoder(nil)
+	_ = mediator.DecodeExact(b, v)
+	// decode: our own stored text, written by json.Marshal
+	_ = json.Unmarshal(b, v)
+	_ = json.Unmarshal(b, v) // decode: the same
+}
+`
+	got, err := LooseDecodes("p.go", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"p.go:11: json.Unmarshal", "p.go:12: jsonv2.Unmarshal", "p.go:13: json.NewDecoder"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("LooseDecodes = %q; want %q", got, want)
+	}
+}
+
+// TestUntrustedInputIsDecodedExactly: no package that reads untrusted
+// input decodes JSON any other way than mediator.DecodeExact, except where
+// a "// decode:" comment says why.
+func TestUntrustedInputIsDecodedExactly(t *testing.T) {
+	for _, pkg := range untrustedInput() {
+		files, err := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") || strings.HasSuffix(f, "decode.go") && pkg == "mediator" {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			loose, err := LooseDecodes(filepath.ToSlash(filepath.Join(pkg, filepath.Base(f))), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range loose {
+				t.Errorf("%s: untrusted input decoded loosely; use mediator.DecodeExact, or say why not with a %q comment", l, decodeMarker)
+			}
+		}
+	}
+}

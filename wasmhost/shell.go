@@ -6,8 +6,8 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/agentgate/nmhost/shell"
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/shell"
 )
 
 // shellReply is what shell returns when the whole line ran: what it

@@ -13,9 +13,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentgate/nmhost/shell"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/shell"
 	"golang.org/x/term"
 )
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentgate/nmhost/shell"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/shell"
 )
 
 // hostileNames are file names an agent can create that would rewrite a

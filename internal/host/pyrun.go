@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentgate/nmhost/shell"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/pyagent"
+	"github.com/agentgate/nmhost/shell"
 )
 
 // A Python agent runs in the extension's sandbox, but nothing there

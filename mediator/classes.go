@@ -46,10 +46,10 @@ type OperationRule struct {
 	Why                                          string // the sentence a prompt shows
 }
 
-// OperationTable is the classification, in one place. RuleFor looks
+// operationTable is the classification, in one place. RuleFor looks
 // operations up here; anything not listed is ALWAYS_CONFIRM. The order is
 // the documentation's order (docs/permissions.md).
-var OperationTable = []OperationRule{
+var operationTable = []OperationRule{
 	{Name: OpLog, Permission: PermConsoleLog, Class: AlwaysSafe, StaysLocal: true,
 		ReadOnly: true, Idempotent: true, Why: "writes to the agent's own output"},
 	{Name: OpPageQuerySelector, Permission: PermPageRead, Class: AlwaysSafe, StaysLocal: true,
@@ -101,7 +101,7 @@ var OperationTable = []OperationRule{
 func init() {
 	// The shell's rows come from its command set, so the two cannot
 	// disagree.
-	OperationTable = append(OperationTable, shellRules()...)
+	operationTable = append(operationTable, shellRules()...)
 }
 
 // LocalOnly reports that the operation has no effect outside the host: it
@@ -126,8 +126,8 @@ func RuleFor(op Operation) (OperationRule, bool) {
 		method = "GET"
 	}
 	var fallback *OperationRule
-	for i := range OperationTable {
-		r := &OperationTable[i]
+	for i := range operationTable {
+		r := &operationTable[i]
 		if r.Name != op.Name {
 			continue
 		}
@@ -255,11 +255,11 @@ func CanonicalOrigin(rawURL string) string {
 }
 
 // FetchMethods are the HTTP methods an agent's fetch may use: the rows of
-// OperationTable for network.fetch. Anything else is method_not_allowed
+// operationTable for network.fetch. Anything else is method_not_allowed
 // before a prompt could be shown.
 func FetchMethods() []string {
 	var out []string
-	for _, r := range OperationTable {
+	for _, r := range operationTable {
 		if r.Name == OpNetworkFetch {
 			out = append(out, r.Method)
 		}

@@ -82,12 +82,12 @@ func (r PermissionSetRule) Fetch() bool { return r.Allows(PermNetworkFetch) }
 // Allows reports whether the set lets p be granted and linked.
 func (r PermissionSetRule) Allows(p Permission) bool { return slices.Contains(r.Permissions, p) }
 
-// PermissionSetTable is the one table of what each set allows, in order
+// permissionSetTable is the one table of what each set allows, in order
 // from least to most. No row, trusted included, offers a process, a socket,
 // a foreign function or a file outside the workspace: those are not
 // permissions at all (ParsePermission refuses "run" and "ffi"), and the
 // runtime's WASI subset has no socket or process function to link.
-var PermissionSetTable = []PermissionSetRule{
+var permissionSetTable = []PermissionSetRule{
 	{Set: SetMinimal, Permissions: []Permission{PermConsoleLog},
 		Workspace: WorkspaceNone, Why: "computes on its input and logs; touches nothing else"},
 	{Set: SetReadonly, Permissions: []Permission{PermConsoleLog, PermPageRead, PermShell, PermWorkspaceRead},
@@ -99,15 +99,15 @@ var PermissionSetTable = []PermissionSetRule{
 	{Set: SetMCPStandard, Permissions: []Permission{PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardWrite, PermNotifications, PermNetworkFetch, PermMemory, PermShell, PermWorkspaceRead, PermWorkspaceWrite},
 		Workspace: WorkspaceReadWrite, Env: []string{EnvAgentID, EnvSessionLevel},
 		Why: "what a tool server needs: page, workspace, network, notifications; never reads the clipboard"},
-	{Set: SetTrusted, Permissions: append([]Permission(nil), KnownPermissions...),
+	{Set: SetTrusted, Permissions: append([]Permission(nil), knownPermissions...),
 		Workspace: WorkspaceReadWrite, Env: []string{EnvAgentID, EnvSessionLevel},
 		Why: "every function of the restricted API, each still granted and decided one by one"},
 }
 
 // PermissionSets lists the set names from least to most.
 func PermissionSets() []PermissionSet {
-	out := make([]PermissionSet, len(PermissionSetTable))
-	for i, r := range PermissionSetTable {
+	out := make([]PermissionSet, len(permissionSetTable))
+	for i, r := range permissionSetTable {
 		out[i] = r.Set
 	}
 	return out
@@ -115,8 +115,10 @@ func PermissionSets() []PermissionSet {
 
 // SetRule returns the table row of s; an unknown name has none.
 func SetRule(s PermissionSet) (PermissionSetRule, bool) {
-	for _, r := range PermissionSetTable {
+	for _, r := range permissionSetTable {
 		if r.Set == s {
+			// A copy, slices too: the caller may not change the table.
+			r.Permissions, r.Env = slices.Clone(r.Permissions), slices.Clone(r.Env)
 			return r, true
 		}
 	}
@@ -138,7 +140,7 @@ func SmallestSet(perms []Permission) PermissionSet { return SmallestSetFor(perms
 // SmallestSetFor is SmallestSet of a module that also needs ws access to
 // the workspace.
 func SmallestSetFor(perms []Permission, ws WorkspaceAccess) PermissionSet {
-	for _, r := range PermissionSetTable {
+	for _, r := range permissionSetTable {
 		if WorkspaceCovers(r.Workspace, ws) && !slices.ContainsFunc(perms, func(p Permission) bool { return !r.Allows(p) }) {
 			return r.Set
 		}

@@ -63,14 +63,14 @@ func TestPermissionSetTable(t *testing.T) {
 		{SetFilesystem, []Permission{PermConsoleLog, PermPageRead, PermMemory, PermShell, PermWorkspaceRead, PermWorkspaceWrite}, WorkspaceReadWrite, false, nil},
 		{SetNetworkAPI, []Permission{PermConsoleLog, PermNetworkFetch}, WorkspaceNone, true, nil},
 		{SetMCPStandard, []Permission{PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardWrite, PermNotifications, PermNetworkFetch, PermMemory, PermShell, PermWorkspaceRead, PermWorkspaceWrite}, WorkspaceReadWrite, true, []string{EnvAgentID, EnvSessionLevel}},
-		{SetTrusted, KnownPermissions, WorkspaceReadWrite, true, []string{EnvAgentID, EnvSessionLevel}},
+		{SetTrusted, knownPermissions, WorkspaceReadWrite, true, []string{EnvAgentID, EnvSessionLevel}},
 	} {
 		t.Run(string(tc.set), func(t *testing.T) {
 			r, ok := SetRule(tc.set)
 			if !ok {
 				t.Fatal("no row")
 			}
-			for _, p := range KnownPermissions {
+			for _, p := range knownPermissions {
 				if r.Allows(p) != slices.Contains(tc.perms, p) {
 					t.Errorf("Allows(%s) = %v", p, r.Allows(p))
 				}

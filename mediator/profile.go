@@ -35,8 +35,8 @@ const (
 	PermWorkspaceWrite Permission = "workspace.write"
 )
 
-// KnownPermissions lists every permission in a stable order.
-var KnownPermissions = []Permission{
+// knownPermissions lists every permission in a stable order.
+var knownPermissions = []Permission{
 	PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardRead,
 	PermClipboardWrite, PermNetworkFetch, PermNotifications, PermMemory, PermShell,
 	PermWorkspaceRead, PermWorkspaceWrite,
@@ -47,7 +47,7 @@ var KnownPermissions = []Permission{
 // at all, so they are unknown like any other name.
 func ParsePermission(s string) (Permission, error) {
 	p := Permission(s)
-	if slices.Contains(KnownPermissions, p) {
+	if slices.Contains(knownPermissions, p) {
 		return p, nil
 	}
 	return "", Errorf(CodeUnknownPermission, "permission %q is not known", Truncate(s, 64))

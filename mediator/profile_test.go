@@ -251,7 +251,7 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 func TestParsePermission(t *testing.T) {
-	for _, p := range KnownPermissions {
+	for _, p := range knownPermissions {
 		if got, err := ParsePermission(string(p)); err != nil || got != p {
 			t.Errorf("ParsePermission(%q) = %q, %v", p, got, err)
 		}

@@ -20,9 +20,9 @@ type ShellCommand struct {
 	Writes bool
 }
 
-// ShellCommands is the shell's whole command set. Anything else is
+// shellCommands is the shell's whole command set. Anything else is
 // shell_not_allowed, at every level.
-var ShellCommands = map[string]ShellCommand{
+var shellCommands = map[string]ShellCommand{
 	"ls": {Name: "ls"}, "cat": {Name: "cat"}, "head": {Name: "head"}, "tail": {Name: "tail"},
 	"mkdir": {Name: "mkdir", Writes: true}, "touch": {Name: "touch", Writes: true},
 	"cp": {Name: "cp", Writes: true}, "mv": {Name: "mv", Writes: true}, "rm": {Name: "rm", Writes: true},
@@ -98,14 +98,14 @@ func outsidePathsWhole(s ShellStep) bool {
 // A command that writes needs read-write; echo needs it only with a
 // redirect, which the policy checks on the step.
 func shellRules() []OperationRule {
-	names := make([]string, 0, len(ShellCommands))
-	for n := range ShellCommands {
+	names := make([]string, 0, len(shellCommands))
+	for n := range shellCommands {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	out := make([]OperationRule, 0, len(names))
 	for _, n := range names {
-		c := ShellCommands[n]
+		c := shellCommands[n]
 		r := OperationRule{Name: OpShellPrefix + n, Permission: PermShell, Class: AlwaysSafe, StaysLocal: true,
 			Workspace: WorkspaceRead, ReadOnly: !c.Writes, Idempotent: !c.Writes,
 			Destructive: n == "rm" || n == "mv", Why: "runs " + n + " in the session shell"}
@@ -135,7 +135,7 @@ func DecideShell(level string, s ShellStep) Decision {
 	if err != nil {
 		return Deny(CodeInvalidLevel, MessageOf(err))
 	}
-	cmd, ok := ShellCommands[s.Command]
+	cmd, ok := shellCommands[s.Command]
 	if !ok {
 		return Deny(CodeShellNotAllowed, fmt.Sprintf("%q is not a command of the session shell (ls, cat, head, tail, wc, grep, find, mkdir, touch, cp, mv, rm, echo, pwd)", Truncate(s.Command, 32)))
 	}

@@ -13,7 +13,7 @@ import (
 // results and touch nothing. Each names what it does, so the audit trail
 // reads like the workflow ("code:filter", "code:map", ...); all of them
 // are decided the same way: allowed, never asked, by "class:pure".
-var PureOperations = []string{
+var pureOperations = []string{
 	"code:filter", "code:map", "code:reduce", "code:find", "code:some", "code:every",
 	"code:sort", "code:slice", "code:join", "code:split", "code:replace", "code:trim",
 	"code:case", "code:substring", "code:pad", "code:keys", "code:values", "code:entries",
@@ -25,8 +25,8 @@ var PureOperations = []string{
 // its own calls are then decided one by one as in any run.
 const OpAgentRun = "agent.run"
 
-// IsPureOperation reports whether name is one of PureOperations.
-func IsPureOperation(name string) bool { return slices.Contains(PureOperations, name) }
+// IsPureOperation reports whether name is one of pureOperations.
+func IsPureOperation(name string) bool { return slices.Contains(pureOperations, name) }
 
 // LayerTask is one task of a workflow layer as the policy sees it.
 type LayerTask struct {

@@ -14,9 +14,9 @@ type Function struct {
 	Permission mediator.Permission `json:"permission"`
 }
 
-// Functions is every restricted_api function, in the order docs/python.md
+// functions is every restricted_api function, in the order docs/python.md
 // lists them. A name not here is no function at all.
-var Functions = []Function{
+var functions = []Function{
 	fn("log", mediator.OpLog),
 	fn("querySelector", mediator.OpPageQuerySelector),
 	fn("querySelectorAll", mediator.OpPageQuerySelectorAll),
@@ -45,11 +45,11 @@ func fn(name, op string) Function {
 // Lookup returns the function called name; false for any other name,
 // case variants included.
 func Lookup(name string) (Function, bool) {
-	i := slices.IndexFunc(Functions, func(f Function) bool { return f.Name == name })
+	i := slices.IndexFunc(functions, func(f Function) bool { return f.Name == name })
 	if i < 0 {
 		return Function{}, false
 	}
-	return Functions[i], true
+	return functions[i], true
 }
 
 // Present lists the functions an agent holding grants finds on
@@ -57,10 +57,14 @@ func Lookup(name string) (Function, bool) {
 // absent from the object, as an ungranted import is never linked.
 func Present(granted []mediator.Permission) []string {
 	var out []string
-	for _, f := range Functions {
+	for _, f := range functions {
 		if slices.Contains(granted, f.Permission) {
 			out = append(out, f.Name)
 		}
 	}
 	return out
 }
+
+// Functions returns every restricted_api function (a copy: the table is
+// the policy's, not an importer's to change).
+func Functions() []Function { return slices.Clone(functions) }

@@ -80,7 +80,7 @@ func TestInspectRefusesWhatIsNotSource(t *testing.T) {
 }
 
 func TestFunctionsAreTheModuleOperations(t *testing.T) {
-	for _, f := range Functions {
+	for _, f := range functions {
 		t.Run(f.Name, func(t *testing.T) {
 			if f.Permission == "" {
 				t.Errorf("%s (%s) has no permission in the policy's table", f.Name, f.Operation)

@@ -179,7 +179,7 @@ func outside(name string) bool { return strings.HasPrefix(name, "/") }
 // call expands a command's patterns, asks Decide about it, and runs it.
 func (sh *Shell) call(ctx context.Context, c *call, in []byte, out io.Writer) error {
 	name := c.args[0].text
-	cmd, known := mediator.ShellCommands[name]
+	cmd, known := mediator.ShellCommandFor(name)
 	args, err := sh.expand(c.args[1:])
 	if err != nil {
 		return undecided{err}

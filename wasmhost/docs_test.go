@@ -107,9 +107,9 @@ func TestDocsTablesMatchCode(t *testing.T) {
 			var want []mediator.Permission
 			switch r[1] {
 			case "every permission":
-				want = mediator.KnownPermissions
+				want = mediator.KnownPermissions()
 			case "everything but clipboard.read":
-				want = slices.DeleteFunc(slices.Clone(mediator.KnownPermissions), func(p mediator.Permission) bool { return p == mediator.PermClipboardRead })
+				want = slices.DeleteFunc(slices.Clone(mediator.KnownPermissions()), func(p mediator.Permission) bool { return p == mediator.PermClipboardRead })
 			default:
 				for _, p := range strings.Split(r[1], ",") {
 					want = append(want, mediator.Permission(strings.TrimSpace(p)))

@@ -20,12 +20,12 @@ func underSet(id string, set mediator.PermissionSet, c mediator.Capabilities) me
 	// the store grants them (the policy reads the store's grants).
 	rule, _ := mediator.SetRule(set)
 	p := mediator.Profile{AgentID: id, PermissionSet: set, PermissionSource: mediator.SetSourceManual, Capabilities: c,
-		Permissions: mediator.Permissions{Required: rule.Permissions, Optional: mediator.KnownPermissions}}
+		Permissions: mediator.Permissions{Required: rule.Permissions, Optional: mediator.KnownPermissions()}}
 	if err := p.Normalize(); err != nil {
 		panic(err)
 	}
 	rec := mediator.AgentRecord{Profile: p}
-	for _, perm := range mediator.KnownPermissions {
+	for _, perm := range mediator.KnownPermissions() {
 		rec.Grants = append(rec.Grants, mediator.Grant{AgentID: id, Permission: perm})
 	}
 	return rec

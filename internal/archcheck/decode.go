@@ -76,3 +76,29 @@ func LooseDecodes(name string, src []byte) ([]string, error) {
 	})
 	return out, nil
 }
+
+// ExportedVars returns the exported package-level variables of one Go
+// file: in the packages that hold the policy's tables, an exported
+// variable is a table any importer could rewrite.
+func ExportedVars(name string, src []byte) ([]string, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, src, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.VAR {
+			continue
+		}
+		for _, s := range g.Specs {
+			for _, n := range s.(*ast.ValueSpec).Names {
+				if n.IsExported() {
+					out = append(out, fmt.Sprintf("%s:%d: %s", name, fset.Position(n.Pos()).Line, n.Name))
+				}
+			}
+		}
+	}
+	return out, nil
+}

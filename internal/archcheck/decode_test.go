@@ -67,3 +67,36 @@ func TestUntrustedInputIsDecodedExactly(t *testing.T) {
 		}
 	}
 }
+
+// TestNoExportedTables: the packages that hold the policy (the
+// vocabulary, the Python API, the ACL, the runtime's ABI) export no
+// variables, so no importer can rewrite a table; tables are read
+// through functions that return copies.
+func TestNoExportedTables(t *testing.T) {
+	planted, err := ExportedVars("p.go", []byte("package p\n\nvar Table = []string{\"a\"}\nvar table = 1\n"))
+	if err != nil || len(planted) != 1 || planted[0] != "p.go:3: Table" {
+		t.Fatalf("a planted table: %v %v", planted, err)
+	}
+	for _, pkg := range []string{"mediator", "pyagent", "netproxy", "wasmhost", "workspace", "shell", "workflow", "auditlog"} {
+		files, err := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vars, err := ExportedVars(filepath.ToSlash(filepath.Join(pkg, filepath.Base(f))), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vars {
+				t.Errorf("%s: an exported variable; make it unexported and read it through a function that returns a copy", v)
+			}
+		}
+	}
+}

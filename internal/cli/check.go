@@ -536,7 +536,7 @@ func checkOperations(ctx context.Context, pol *mediator.Policy, rec mediator.Age
 		held[g.Permission] = true
 	}
 	var out []checkResult
-	for _, row := range mediator.OperationTable {
+	for _, row := range mediator.Operations() {
 		op := mediator.Operation{AgentID: rec.Profile.AgentID, Permission: row.Permission, Name: row.Name, Method: row.Method, SessionLevel: level}
 		label := row.Name
 		switch {

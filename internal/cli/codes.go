@@ -34,7 +34,7 @@ var knownCodes = []mediator.Code{
 // permissions, and "native-messaging" for callers the host refuses.
 func deniablePermissions() []string {
 	out := []string{}
-	for _, p := range mediator.KnownPermissions {
+	for _, p := range mediator.KnownPermissions() {
 		out = append(out, string(p))
 	}
 	return append(out, "native-messaging")
@@ -51,7 +51,7 @@ func codeNames() []string {
 
 func permissionNames() string {
 	out := []string{}
-	for _, p := range mediator.KnownPermissions {
+	for _, p := range mediator.KnownPermissions() {
 		out = append(out, string(p))
 	}
 	return strings.Join(out, ", ")

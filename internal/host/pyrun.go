@@ -152,7 +152,7 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 	// is an AttributeError, reported as import_not_granted like a module's
 	// import of it.
 	absent := map[string]mediator.Permission{}
-	for _, f := range pyagent.Functions {
+	for _, f := range pyagent.Functions() {
 		if !slices.Contains(api, f.Name) {
 			absent[f.Name] = f.Permission
 		}

@@ -90,7 +90,7 @@ func bigStoreDir(b *testing.B) string {
 			// have sparse intersections as in real logs.
 			h := uint64(i)*0x9E3779B97F4A7C15 ^ uint64(i)>>7
 			ctxJSON := `{"url":"https://h` + strconv.Itoa(i%997) + `.example.com/path?q=1","reason":"host is not in allowedHosts","layer":"host"}`
-			if _, err := stmt.Exec(benchAgents[h%uint64(len(benchAgents))], string(mediator.KnownPermissions[(h>>20)%uint64(len(mediator.KnownPermissions))]),
+			if _, err := stmt.Exec(benchAgents[h%uint64(len(benchAgents))], string(mediator.KnownPermissions()[(h>>20)%uint64(len(mediator.KnownPermissions()))]),
 				int64(benchT0+i*100), string(benchCodes[(h>>40)%uint64(len(benchCodes))]), ctxJSON); err != nil {
 				bigStore.err = err
 				return

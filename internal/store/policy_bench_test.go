@@ -19,7 +19,7 @@ func BenchmarkPolicy(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	p := mediator.Profile{AgentID: "bench", Permissions: mediator.Permissions{Required: mediator.KnownPermissions}, Capabilities: mediator.Capabilities{NetworkAccess: true, DOMAccess: mediator.DOMFull}}
+	p := mediator.Profile{AgentID: "bench", Permissions: mediator.Permissions{Required: mediator.KnownPermissions()}, Capabilities: mediator.Capabilities{NetworkAccess: true, DOMAccess: mediator.DOMFull}}
 	if err := p.Normalize(); err != nil {
 		b.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func policyStore(t *testing.T) *Store {
 			t.Fatal(err)
 		}
 	}
-	install("all", mediator.KnownPermissions, mediator.Capabilities{NetworkAccess: true, AllowedHosts: []string{"example.com"}, DOMAccess: mediator.DOMFull})
+	install("all", mediator.KnownPermissions(), mediator.Capabilities{NetworkAccess: true, AllowedHosts: []string{"example.com"}, DOMAccess: mediator.DOMFull})
 	install("reader", []mediator.Permission{mediator.PermPageRead, mediator.PermPageWrite}, mediator.Capabilities{DOMAccess: mediator.DOMReadOnly})
 	install("offline", []mediator.Permission{mediator.PermNetworkFetch}, mediator.Capabilities{})
 	return s
@@ -131,9 +131,9 @@ func TestDecideTable(t *testing.T) {
 }
 
 func TestEveryKnownPermissionHasAnOperation(t *testing.T) {
-	for _, perm := range mediator.KnownPermissions {
+	for _, perm := range mediator.KnownPermissions() {
 		found := false
-		for _, r := range mediator.OperationTable {
+		for _, r := range mediator.Operations() {
 			found = found || r.Permission == perm
 		}
 		if !found {

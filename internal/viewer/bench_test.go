@@ -48,7 +48,7 @@ func fillDenials(b *testing.B, dir string, n int) {
 	for i := range n {
 		h := uint64(i)*0x9E3779B97F4A7C15 ^ uint64(i)>>7
 		ctxJSON := `{"url":"https://h` + strconv.Itoa(i%997) + `.example.com/p","reason":"host is not in allowedHosts","layer":"host"}`
-		if _, err := stmt.Exec("agent-"+strconv.Itoa(int(h%50)), string(mediator.KnownPermissions[(h>>20)%7]),
+		if _, err := stmt.Exec("agent-"+strconv.Itoa(int(h%50)), string(mediator.KnownPermissions()[(h>>20)%7]),
 			int64(1_700_000_000_000+i*100), codes[(h>>40)%5], ctxJSON); err != nil {
 			b.Fatal(err)
 		}

@@ -286,7 +286,7 @@ func TestRunInSessionContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	prof := mediator.Profile{AgentID: "probe",
-		Permissions:  mediator.Permissions{Required: mediator.KnownPermissions},
+		Permissions:  mediator.Permissions{Required: mediator.KnownPermissions()},
 		Capabilities: mediator.Capabilities{NetworkAccess: true, AllowedHosts: []string{"rebind.test"}}}
 	if _, err := v.st.InstallAgent(context.Background(), prof, sha); err != nil {
 		t.Fatal(err)

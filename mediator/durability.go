@@ -32,21 +32,34 @@ type AuditBarrier struct {
 	err     error
 }
 
-type barrierKey struct{}
+// NewAuditBarrier returns a barrier for one run. A run decided through
+// Policy.WithBarrier(b) may let local-only operations
+// (OperationRule.LocalOnly) run before their decision record is durable,
+// and write "executed" records without waiting; b collects them, and the
+// run waits on it before it reports. The barrier is a value the run
+// constructor holds and passes, never something a context carries:
+// whoever builds a run sees whether its records may trail its calls.
+func NewAuditBarrier() *AuditBarrier { return &AuditBarrier{limit: 1024} }
 
-// WithAuditBarrier returns a context under which the policy may let
-// local-only operations (OperationRule.LocalOnly) run before their decision
-// record is durable, and "executed" records be written without waiting,
-// together with the barrier that collects them. Without a barrier in the
-// context every decision is durable before its operation runs.
-func WithAuditBarrier(ctx context.Context) (context.Context, *AuditBarrier) {
-	b := &AuditBarrier{limit: 1024}
-	return context.WithValue(ctx, barrierKey{}, b), b
+// BarrierAuthorizer is an Authorizer that can decide a run's operations
+// under that run's audit barrier (the Policy is one).
+type BarrierAuthorizer interface {
+	Authorizer
+	WithBarrier(b *AuditBarrier) Authorizer
 }
 
-func barrierFrom(ctx context.Context) *AuditBarrier {
-	b, _ := ctx.Value(barrierKey{}).(*AuditBarrier)
-	return b
+// WithBarrier returns an Authorizer that decides as p does, with b as the
+// run's barrier: its local-only decisions and every "executed" record are
+// queued, and b.Wait holds the run's report until they are durable.
+func (p *Policy) WithBarrier(b *AuditBarrier) Authorizer { return barriered{p, b} }
+
+type barriered struct {
+	p   *Policy
+	bar *AuditBarrier
+}
+
+func (a barriered) Authorize(ctx context.Context, op Operation) (func(error), error) {
+	return a.p.authorize(ctx, op, a.bar)
 }
 
 // add keeps t until Wait. Finished tickets are dropped (their errors kept)

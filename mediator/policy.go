@@ -252,13 +252,17 @@ func capabilityDenial(rule OperationRule, c Capabilities) (PolicyDecision, bool)
 // the caller runs the operation and calls done with its outcome, which
 // appends the "executed" record.
 //
-// Durability: the decision is on disk when Authorize returns, except for a
-// local-only operation (OperationRule.LocalOnly) under a context carrying
-// an AuditBarrier (WithAuditBarrier) when the records queue (AuditQueue):
-// its decision is queued for the next group commit and the run's barrier
-// waits for it before the run's result is reported. Under a barrier the
-// "executed" record is queued too.
+// Durability: the decision is on disk when Authorize returns. Through
+// WithBarrier, a local-only operation's (OperationRule.LocalOnly)
+// decision is queued for the next group commit when the records queue
+// (AuditQueue), and the run's barrier waits for it before the run's
+// result is reported; under a barrier the "executed" record is queued
+// too.
 func (p *Policy) Authorize(ctx context.Context, op Operation) (func(error), error) {
+	return p.authorize(ctx, op, nil)
+}
+
+func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier) (func(error), error) {
 	d := p.Decide(ctx, op)
 	if d.RequiresPrompt {
 		d = p.prompt(ctx, op, d)
@@ -266,7 +270,6 @@ func (p *Policy) Authorize(ctx context.Context, op Operation) (func(error), erro
 	entry := AuditEntry{Kind: AuditDecision, Operation: op, Class: d.Level, Allowed: d.Allowed,
 		Code: d.Code, DecidedBy: d.DecidedBy, Reason: d.Reason}
 	allowed := d.Allowed && d.Code == CodeAllowed
-	bar := barrierFrom(ctx)
 	queue, _ := p.records.(AuditQueue)
 	if queue == nil {
 		bar = nil

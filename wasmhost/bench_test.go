@@ -227,7 +227,8 @@ func BenchmarkLogCall(b *testing.B) {
 		for b.Loop() {
 			// As run-agent runs it: log records may trail the calls, and
 			// the run waits for all of them before it reports.
-			ctx, barrier := mediator.WithAuditBarrier(context.Background())
+			ctx, barrier := context.Background(), mediator.NewAuditBarrier()
+			spec.Authorizer = f.policy.WithBarrier(barrier)
 			res, err := rt.Run(ctx, spec)
 			if err != nil || res.Status != "ok" || res.Calls != logCalls {
 				b.Fatal(err, res.Error, res.Calls)

@@ -100,3 +100,36 @@ func TestNoExportedTables(t *testing.T) {
 		}
 	}
 }
+
+// TestOneRunConstructor: a run's spec is built in one place,
+// internal/runs, so every entry point (the native host, the viewer, the
+// CLI, a workflow's task) gets the same session, durability, page binding
+// and records. Tests may build their own.
+func TestOneRunConstructor(t *testing.T) {
+	var where []string
+	err := filepath.WalkDir(filepath.Join("..", ".."), func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && p != filepath.Join("..", "..") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), "wasmhost.RunSpec{") {
+			where = append(where, filepath.ToSlash(p))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(where, []string{"../../internal/runs/runs.go"}) {
+		t.Fatalf("wasmhost.RunSpec is built in %v; only internal/runs may build one", where)
+	}
+}

@@ -67,8 +67,11 @@ func exitCode(env Env, name string, err error) int {
 		return 1
 	}
 	// An error may quote what an agent chose (a file name, a session's
-	// text): it reaches the person's terminal escaped.
-	fmt.Fprintf(env.Stderr, "nmhost %s: %s\n", name, mediator.EscapeTerminal(err.Error()))
+	// text): it reaches the person's terminal inert (no escape sequence,
+	// carriage return or reordering), keeping the lines of the host's own
+	// messages; agent-chosen names in them are quoted (%q) where they are
+	// made, so a newline of theirs is already "\n".
+	fmt.Fprintf(env.Stderr, "nmhost %s: %s\n", name, mediator.EscapeTerminalText(err.Error()))
 	return 1
 }
 

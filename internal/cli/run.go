@@ -12,9 +12,9 @@ import (
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/host"
 	"github.com/agentgate/nmhost/internal/pagefile"
+	"github.com/agentgate/nmhost/internal/runs"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
-	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 )
@@ -88,13 +88,6 @@ func runAgent(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	policy, logDenial, fetch := m.policy, m.logDenial, m.fetch
-	in, err := st.OpenRun(ctx, session, level)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	session, level, ws := in.Session, in.Level, in.Workspace
 	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(st.Dir(), "wasm-cache")})
 	if err != nil {
 		return err
@@ -102,13 +95,11 @@ func runAgent(ctx context.Context, env Env) error {
 	defer rt.Close(context.WithoutCancel(ctx))
 
 	terminal := writesToTerminal(env.Stdout)
-	res, err := rt.Run(ctx, wasmhost.RunSpec{
-		Agent: rec, Module: module, Input: []byte(input), SessionLevel: level, Workspace: ws,
-		SessionID: session, Memory: st,
-		Authorizer: policy, Browser: browser, LogDenial: logDenial,
-		Fetch: func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {
-			return fetch.Fetch(ctx, agentfetch.Request{AgentID: prof.AgentID, SessionLevel: level, Request: r})
-		},
+	// The same run as from the browser (internal/runs): the session, the
+	// durability (log records trail their calls; the run reports once
+	// they are on disk) and the records, whoever asks.
+	deps := runs.Deps{Store: st, Runtime: rt, Authorizer: m.policy, Fetch: m.fetch, LogDenial: m.logDenial}
+	out, err := deps.Run(ctx, runs.Request{AgentID: prof.AgentID, Input: input, SessionID: session, Level: level, Module: module, Browser: browser,
 		Events: func(e wasmhost.Event) {
 			switch {
 			case e.Kind == "output" && terminal:
@@ -128,6 +119,7 @@ func runAgent(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
+	res, session := out.Result, out.SessionID
 	status, msg := res.Status, res.Error
 	for _, d := range res.Denials {
 		if d.Context.Layer != "link" {

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/runs"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
@@ -93,24 +94,18 @@ func (a agents) Pure(ctx context.Context, agentID string) (bool, string, error) 
 // Run runs the agent as run-agent does, with no page bound.
 func (a agents) Run(ctx context.Context, agentID, input string) (map[string]any, error) {
 	h := a.h
-	rec, module, err := h.Store.AgentModule(ctx, agentID)
-	if err != nil {
-		return nil, fmt.Errorf("agent[%s]: %w", mediator.Truncate(agentID, 64), err)
-	}
-	spec := wasmhost.RunSpec{Agent: rec, Module: module, Input: []byte(input), SessionLevel: h.SessionLevel, Workspace: h.Workspace,
-		Authorizer: h.Policy, LogDenial: h.LogDenial, SessionID: h.SessionID, Memory: h.Store}
+	// Every task runs in the workflow's one session (its level, its
+	// workspace and quota, its memory), through the one run constructor.
+	in := &store.Run{Session: h.SessionID, Level: h.SessionLevel, Workspace: h.Workspace}
+	r := runs.Request{AgentID: agentID, Input: input, Session: in}
 	if h.Browser != nil {
-		spec.Browser = h.Browser(agentID)
+		r.Browser = h.Browser(agentID)
 	}
-	if h.Fetch != nil {
-		spec.Fetch = func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {
-			return h.Fetch.Fetch(ctx, agentfetch.Request{AgentID: agentID, SessionLevel: h.SessionLevel, Request: r})
-		}
-	}
-	res, err := h.Runtime.Run(ctx, spec)
+	out, err := runs.Deps{Store: h.Store, Runtime: h.Runtime, Authorizer: h.Policy, Fetch: h.Fetch, LogDenial: h.LogDenial}.Run(ctx, r)
 	if err != nil {
 		return nil, err
 	}
+	res := out.Result
 	return map[string]any{"status": res.Status, "code": string(res.Code), "error": res.Error, "output": res.Output,
 		"exitCode": res.ExitCode, "calls": res.Calls}, nil
 }

@@ -3,12 +3,10 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/url"
 
+	"github.com/agentgate/nmhost/internal/runs"
 	"github.com/agentgate/nmhost/mediator"
-	"github.com/agentgate/nmhost/netproxy"
-	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 )
 
@@ -78,38 +76,10 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A module the runtime has compiled is not read (and hashed) from the
-	// store again: the run finds it by the hash the agent's record names.
-	var module []byte
-	rec, err := s.opts.Store.Agent(ctx, p.AgentID)
-	if err != nil || !s.opts.Runtime.Compiled(rec) {
-		if rec, module, err = s.opts.Store.AgentModule(ctx, p.AgentID); err != nil {
-			return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
-		}
-	}
-	if rec.Profile.IsPython() {
-		return nil, mediator.Errorf(mediator.CodeWrongRuntime, "agent %q is a Python agent: it runs in the extension's sandbox (python-run), where Pyodide is", p.AgentID)
-	}
-	in, err := s.opts.Store.OpenRun(ctx, p.SessionID, p.SessionLevel)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
-	sessionID, ws := in.Session, in.Workspace
-	p.SessionLevel = in.Level
-	// Local-only calls (log, page reads) may run before their audit records
-	// are on disk; the barrier holds the reply until every record of the
-	// run is (docs/permissions.md, "Durability").
-	ctx, barrier := mediator.WithAuditBarrier(ctx)
-	res, err := s.opts.Runtime.Run(ctx, wasmhost.RunSpec{
-		Agent: rec, Module: module, Input: []byte(p.Input), SessionLevel: p.SessionLevel, PageOrigin: p.Origin, Workspace: ws,
-		SessionID: sessionID, Memory: s.opts.Store,
-		Authorizer: s.opts.Authorizer,
-		Browser:    &Browser{peer: &s.peer, agentID: p.AgentID, context: bound, timeout: DefaultBrowserTimeout},
-		Fetch: func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {
-			return s.fetch.Fetch(ctx, agentfetch.Request{AgentID: p.AgentID, SessionLevel: p.SessionLevel, Request: r})
-		},
-		LogDenial: s.recordDenial,
+	deps := runs.Deps{Store: s.opts.Store, Runtime: s.opts.Runtime, Authorizer: s.opts.Authorizer, Fetch: s.fetch, LogDenial: s.recordDenial}
+	out, err := deps.Run(ctx, runs.Request{
+		AgentID: p.AgentID, Input: p.Input, SessionID: p.SessionID, Level: p.SessionLevel, PageOrigin: p.Origin,
+		Browser: &Browser{peer: &s.peer, agentID: p.AgentID, context: bound, timeout: DefaultBrowserTimeout},
 		Events: func(e wasmhost.Event) {
 			var data any = map[string]string{"text": e.Text}
 			if e.Kind == "denial" {
@@ -118,20 +88,14 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 			_ = s.write(req.ID, event{ID: req.ID, Event: e.Kind, Data: data})
 		},
 	})
-	if berr := barrier.Wait(context.WithoutCancel(ctx)); berr != nil {
-		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, berr)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("agent[%s] run: %w", p.AgentID, err)
+		return nil, err
 	}
-	return runResult{Result: res, SessionID: sessionID}, nil
+	return runResult(out), nil
 }
 
 // runResult is run-agent's reply: the run's result and its session.
-type runResult struct {
-	wasmhost.Result
-	SessionID string `json:"sessionId"`
-}
+type runResult = runs.Outcome
 
 // decodeRun reads a run's parameters, exactly, and checks what both
 // run-agent and python-run take: the context (an object of at most 4 KiB),

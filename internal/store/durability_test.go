@@ -49,11 +49,13 @@ func TestDurabilityClasses(t *testing.T) {
 			s, _, _ := cachedFixture(t)
 			rec := &countingRecords{Store: s}
 			pol := mediator.NewPolicy(rec, mediator.PolicyOptions{})
-			runCtx, bar := ctx, (*mediator.AuditBarrier)(nil)
+			var auth mediator.Authorizer = pol
+			bar := (*mediator.AuditBarrier)(nil)
 			if c.barrier {
-				runCtx, bar = mediator.WithAuditBarrier(ctx)
+				bar = mediator.NewAuditBarrier()
+				auth = pol.WithBarrier(bar)
 			}
-			done, err := pol.Authorize(runCtx, c.op)
+			done, err := auth.Authorize(ctx, c.op)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,16 +134,17 @@ func TestDenialsNameTheirAuditRecord(t *testing.T) {
 func TestQueuedRecordsPrecedeAnEffect(t *testing.T) {
 	ctx := context.Background()
 	s, pol, _ := cachedFixture(t)
-	runCtx, bar := mediator.WithAuditBarrier(ctx)
+	bar := mediator.NewAuditBarrier()
+	auth := pol.WithBarrier(bar)
 	read := mediator.Operation{AgentID: "c", Name: mediator.OpPageGetPageText, Origin: "https://example.com"}
 	for range 10 {
-		done, err := pol.Authorize(runCtx, read)
+		done, err := auth.Authorize(ctx, read)
 		if err != nil {
 			t.Fatal(err)
 		}
 		done(nil)
 	}
-	if _, err := pol.Authorize(runCtx, cachedFetch); err != nil {
+	if _, err := auth.Authorize(ctx, cachedFetch); err != nil {
 		t.Fatal(err)
 	}
 	// No barrier wait yet: the fetch's decision alone was waited for.

@@ -110,12 +110,13 @@ func BenchmarkPolicy(b *testing.B) {
 	logOp := mediator.Operation{AgentID: "bench", Name: mediator.OpLog, TextLength: 12}
 	logRuns := func(b *testing.B, pb interface{ Next() bool }) {
 		for more := true; more; {
-			rctx, bar := mediator.WithAuditBarrier(ctx)
+			bar := mediator.NewAuditBarrier()
+			auth := pol.WithBarrier(bar)
 			for range 20 {
 				if more = pb.Next(); !more {
 					break
 				}
-				done, err := pol.Authorize(rctx, logOp)
+				done, err := auth.Authorize(ctx, logOp)
 				if err != nil {
 					b.Error(err)
 					return

@@ -10,10 +10,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agentgate/nmhost/internal/runs"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
-	"github.com/agentgate/nmhost/netproxy"
-	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 )
 
@@ -216,31 +215,13 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 		return
 	}
 	defer in.Close()
-	level, ws := in.Level, in.Workspace
-	if s.cfg.Runtime == nil {
-		fail(mediator.Errorf(mediator.CodeInternal, "this viewer has no WebAssembly runtime"))
-		return
-	}
-	rec, module, err := s.cfg.Store.AgentModule(ctx, msg.AgentID)
-	if err != nil {
-		fail(fmt.Errorf("agent[%s] session[%s]: %w", msg.AgentID, msg.SessionID, err))
-		return
-	}
-	logDenial := s.gatewayDenials(msg.SessionID)
 	ev := func(e runEvent) runEvent {
 		e.RunID, e.SessionID, e.AgentID = msg.RunID, msg.SessionID, msg.AgentID
 		return e
 	}
-	res, err := s.cfg.Runtime.Run(ctx, wasmhost.RunSpec{
-		Agent: rec, Module: module, Input: []byte(msg.Input), SessionLevel: level, Workspace: ws,
-		SessionID: msg.SessionID, Memory: s.cfg.Store,
-		Authorizer: s.cfg.Authorizer, LogDenial: logDenial,
-		Fetch: func(ctx context.Context, r netproxy.Request) (*netproxy.Response, error) {
-			if s.cfg.Fetch == nil {
-				return nil, mediator.Errorf(mediator.CodeNetworkDisabled, "this viewer makes no fetches")
-			}
-			return s.cfg.Fetch.Fetch(ctx, agentfetch.Request{AgentID: msg.AgentID, SessionLevel: level, Request: r})
-		},
+	deps := runs.Deps{Store: s.cfg.Store, Runtime: s.cfg.Runtime, Authorizer: s.cfg.Authorizer, Fetch: s.cfg.Fetch,
+		LogDenial: s.gatewayDenials(msg.SessionID)}
+	out, err := deps.Run(ctx, runs.Request{AgentID: msg.AgentID, Input: msg.Input, Session: &in,
 		Events: func(e wasmhost.Event) {
 			if e.Kind == "denial" {
 				c.sendJSON(ev(runEvent{Type: "denial", Denial: e.Denial}))
@@ -253,6 +234,7 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 		fail(fmt.Errorf("agent[%s] session[%s]: %w", msg.AgentID, msg.SessionID, err))
 		return
 	}
+	res := out.Result
 	c.sendJSON(ev(runEvent{Type: "result", Result: &res}))
 }
 

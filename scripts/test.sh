@@ -70,6 +70,9 @@ if go list -deps ./mediator ./netproxy ./netproxy/agentfetch ./wasmhost ./auditl
   exit 1
 fi
 
+current="JavaScript syntax"; phase "$current"
+./scripts/check-js.sh
+
 # The end-to-end tests need Chromium and the example agents; they fail,
 # never skip, when the browser cannot start.
 current="Chromium"; phase "$current"

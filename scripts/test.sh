@@ -12,10 +12,12 @@ cd "$(dirname "$0")/.."
 # whole run's time, so a slow phase shows where it is.
 started=$SECONDS
 phase_start=$SECONDS
+last_phase=""
 phase() {
-  if [ -n "${current:-}" ] && [ "$current" != setup ]; then
-    printf '   (%s: %ds)\n' "$current" $((SECONDS - phase_start))
+  if [ -n "$last_phase" ]; then
+    printf '   (%s: %ds)\n' "$last_phase" $((SECONDS - phase_start))
   fi
+  last_phase=$*
   phase_start=$SECONDS
   printf '\n== %s\n' "$*"
 }

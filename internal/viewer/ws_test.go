@@ -362,6 +362,11 @@ func TestRunInSessionContext(t *testing.T) {
 		{`{"type":"run","session_id":"s-medium","agent_id":"probe","permission_level":"root"}`, "invalid_level"},
 		{`{"type":"run","session_id":"s-medium","agent_id":"ghost"}`, "unknown_agent"},
 		{`{"type":"run","session_id":"ghost","agent_id":"probe"}`, "unknown_session"},
+		// Read exactly: a case variant of a member cannot raise the level,
+		// nor can a second one, nor one the message does not have.
+		{`{"type":"run","session_id":"s-low","agent_id":"probe","permission_level":"low","PERMISSION_LEVEL":"high"}`, "bad_request"},
+		{`{"type":"run","session_id":"s-low","agent_id":"probe","permission_level":"low","permission_level":"high"}`, "bad_request"},
+		{`{"type":"run","session_id":"s-low","agent_id":"probe","level":"high"}`, "bad_request"},
 	} {
 		c.WriteMessage(websocket.TextMessage, []byte(tc.msg))
 		if m := readWS(t, c, "error", 10*time.Second); m["code"] != tc.code {

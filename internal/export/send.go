@@ -137,10 +137,7 @@ func partialSuccess(b []byte) (rejected int64, msg string) {
 		n, _ := protowire.ConsumeVarint(v)
 		rejected = int64(n)
 	}
-	if v := field(ps, 2, protowire.BytesType); v != nil {
-		s, _ := protowire.ConsumeBytes(v)
-		msg = string(s)
-	}
+	msg = string(field(ps, 2, protowire.BytesType))
 	return rejected, msg
 }
 

@@ -28,7 +28,10 @@ func openStore(t testing.TB) *store.Store {
 
 // fill appends n decisions in batches of up to 1000, every tenth one
 // denied with its denial (which appends its own decision record).
-func fill(t testing.TB, st *store.Store, n int) {
+func fill(t testing.TB, st *store.Store, n int) { fillDenying(t, st, n, 10) }
+
+// fillDenying is fill with every denyEvery-th record a denial (0: none).
+func fillDenying(t testing.TB, st *store.Store, n, denyEvery int) {
 	t.Helper()
 	ctx := context.Background()
 	var batch []mediator.AuditEntry
@@ -39,7 +42,7 @@ func fill(t testing.TB, st *store.Store, n int) {
 		batch = batch[:0]
 	}
 	for i := 0; i < n; i++ {
-		if i%10 == 9 {
+		if denyEvery > 0 && i%denyEvery == denyEvery-1 {
 			flush()
 			_, err := st.LogDenial(ctx, mediator.Denial{AgentID: "fetcher", Permission: "network.fetch", Code: mediator.CodeHostNotAllowed,
 				Context: mediator.DenialContext{URL: fmt.Sprintf("http://blocked.test/%d", i), Reason: "host not in allowedHosts", Layer: "host",
@@ -238,4 +241,8 @@ func TestCollectorStoppedMidStreamEveryRecordOnce(t *testing.T) {
 	if err != nil || res.Batches != 0 || len(s.all()) != before {
 		t.Fatalf("a second export: %+v, %v; %d records arrived, want none", res, err, len(s.all())-before)
 	}
+}
+
+func exportRun(o export.Options, st *store.Store) (export.Result, error) {
+	return export.Run(context.Background(), st, o)
 }

@@ -22,7 +22,7 @@ const LogsPath = "/v1/logs"
 func ParseEndpoint(raw string, unsafeInsecure bool) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%q is not a URL", raw)
+		return nil, fmt.Errorf("%q is not a URL (want http://HOST:PORT or https://HOST:PORT)", raw)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":

@@ -161,17 +161,54 @@ func (e *exporter) round(ctx context.Context) error {
 		return mediator.Errorf(mediator.CodeAuditTruncated, "the audit log holds %d records but %s already acknowledged %d: the log was truncated or replaced (run nmhost audit verify; remove %s to export this log from its start)",
 			size, hostPort(e.o.Endpoint), e.cur.AuditSeq, e.o.CursorFile)
 	}
+	// The next batch is read and encoded while the collector takes the
+	// one before (half the export's time is reading and encoding): the
+	// producer runs ahead by one batch, on its own copy of the cursor;
+	// only ship moves the real one, after each acknowledgement.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan encoded, 1)
+	go e.produce(ctx, e.cur, size, note, root[:], next)
+	for enc := range next {
+		if enc.err != nil {
+			return enc.err
+		}
+		if err := e.ship(ctx, enc.batch, enc.body); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// encoded is a batch and its request body, or what stopped the producer.
+type encoded struct {
+	batch
+	body []byte
+	err  error
+}
+
+// produce sends the round's batches, encoded, from cur on, and closes out
+// when there is nothing left, after an error, or when ctx ends.
+func (e *exporter) produce(ctx context.Context, cur Cursor, size int64, note, root []byte, out chan<- encoded) {
+	defer close(out)
 	for {
-		b, err := e.batch(ctx, size, note, root[:])
+		b, err := e.batch(ctx, cur, size, note, root)
+		if err == nil && len(b.recs) == 0 {
+			return
+		}
+		var body []byte
+		if err == nil {
+			body, err = proto.Marshal(request(e.res, b.recs))
+		}
+		select {
+		case out <- encoded{batch: b, body: body, err: err}:
+		case <-ctx.Done():
+			return
+		}
 		if err != nil {
-			return err
+			return
 		}
-		if len(b.recs) == 0 {
-			return nil
-		}
-		if err := e.ship(ctx, b); err != nil {
-			return err
-		}
+		cur = b.next
 	}
 }
 
@@ -185,8 +222,8 @@ type batch struct {
 // batch collects the next records after the cursor, up to the round's
 // checkpoint size, with the denials whose decision records are in it or
 // before: a denial never reaches the collector ahead of its decision.
-func (e *exporter) batch(ctx context.Context, size int64, note, root []byte) (batch, error) {
-	b := batch{next: e.cur}
+func (e *exporter) batch(ctx context.Context, cur Cursor, size int64, note, root []byte) (batch, error) {
+	b := batch{next: cur}
 	bytes := 0
 	now := uint64(time.Now().UnixNano())
 	full := func(r *logspb.LogRecord) bool {
@@ -198,11 +235,11 @@ func (e *exporter) batch(ctx context.Context, size int64, note, root []byte) (ba
 		b.recs = append(b.recs, r)
 		return false
 	}
-	recs, err := e.st.ListAuditBodies(ctx, e.cur.AuditSeq, size, e.o.BatchRecords)
+	recs, err := e.st.ListAuditBodies(ctx, cur.AuditSeq, size, e.o.BatchRecords)
 	if err != nil {
 		return batch{}, err
 	}
-	dens, err := e.st.ListDenialsAfter(ctx, e.cur.DenialID, e.o.BatchRecords)
+	dens, err := e.st.ListDenialsAfter(ctx, cur.DenialID, e.o.BatchRecords)
 	if err != nil {
 		return batch{}, err
 	}
@@ -230,7 +267,7 @@ func (e *exporter) batch(ctx context.Context, size int64, note, root []byte) (ba
 			return b, nil
 		}
 	}
-	if b.next.AuditSeq == size && e.cur.CheckpointSize != size && size > 0 {
+	if b.next.AuditSeq == size && cur.CheckpointSize != size && size > 0 {
 		if full(checkpointLog(note, size, root, now)) {
 			return b, nil
 		}
@@ -254,11 +291,7 @@ func sizeBound(r *logspb.LogRecord) int {
 // ship sends b and, once the collector acknowledged it, writes the
 // cursor. A crash between the two sends b again on the next run: the
 // receiver deduplicates by nmhost.seq (docs/fleet.md).
-func (e *exporter) ship(ctx context.Context, b batch) error {
-	body, err := proto.Marshal(request(e.res, b.recs))
-	if err != nil {
-		return err
-	}
+func (e *exporter) ship(ctx context.Context, b batch, body []byte) error {
 	rejected, msg, err := sendWithRetry(ctx, &e.o, body)
 	if err != nil {
 		return err

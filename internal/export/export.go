@@ -166,9 +166,15 @@ func (e *exporter) round(ctx context.Context) error {
 	// producer runs ahead by one batch, on its own copy of the cursor;
 	// only ship moves the real one, after each acknowledgement.
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	next := make(chan encoded, 1)
 	go e.produce(ctx, e.cur, size, note, root[:], next)
+	defer func() {
+		// Stop the producer and wait for it: nothing reads the store
+		// after the export returned (and the caller closed it).
+		cancel()
+		for range next {
+		}
+	}()
 	for enc := range next {
 		if enc.err != nil {
 			return enc.err

@@ -36,6 +36,12 @@ type sink struct {
 	// countOnly keeps no records, only their number (benchmarks).
 	countOnly bool
 	count     int
+	// holdAt, when set, holds the holdAt-th request inside the pipeline,
+	// telling held, until release is closed: the test stops the collector
+	// with an export surely under way.
+	holdAt        int
+	seen          int
+	held, release chan struct{}
 }
 
 func newSink() *sink { return &sink{requests: make(chan int, 1<<16)} }
@@ -58,8 +64,14 @@ func (s *sink) consume(_ context.Context, ld plog.Logs) error {
 	}
 	s.mu.Lock()
 	s.records = append(s.records, got...)
+	s.seen++
+	hold := s.seen == s.holdAt
 	s.mu.Unlock()
 	s.requests <- len(got)
+	if hold {
+		close(s.held)
+		<-s.release
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package otelcoltest
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +173,7 @@ func TestCollectorStoppedMidStreamEveryRecordOnce(t *testing.T) {
 	fill(t, st, n)
 	addr := freeAddr(t)
 	s := newSink()
+	s.holdAt, s.held, s.release = 5, make(chan struct{}), make(chan struct{})
 	r := startCollector(t, addr, s)
 	o := endpoint(t, addr)
 	o.BatchRecords = 100
@@ -190,14 +192,30 @@ func TestCollectorStoppedMidStreamEveryRecordOnce(t *testing.T) {
 		done <- err
 	}()
 	deadline := time.After(60 * time.Second)
-	for got := 0; got < 5; got++ { // five requests in, stop it
+	select {
+	case <-s.held: // the fifth request is inside the pipeline
+	case <-deadline:
+		t.Fatal("the collector never got five requests")
+	}
+	// Stop the collector while it holds that request: its listener
+	// closes first (polled for, with a deadline), then the held request
+	// is let go and the shutdown completes.
+	stopped := make(chan error, 1)
+	go func() { stopped <- r.Shutdown(context.Background()) }()
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			break
+		}
+		c.Close()
 		select {
-		case <-s.requests:
 		case <-deadline:
-			t.Fatal("the collector never got five requests")
+			t.Fatal("the collector's listener never closed")
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	if err := r.Shutdown(context.Background()); err != nil {
+	close(s.release)
+	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
 	select {

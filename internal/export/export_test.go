@@ -21,6 +21,10 @@ import (
 	"github.com/agentgate/nmhost/mediator"
 )
 
+// lostAnswer, as a scripted answer, takes the request and closes the
+// connection without answering.
+const lostAnswer = -1
+
 // collector is a loopback OTLP/HTTP stand-in: it decodes each request as
 // LogsData (the wire form of ExportLogsServiceRequest) and answers what
 // the test scripts, 200 when nothing is scripted.
@@ -41,7 +45,7 @@ func newCollector(t *testing.T, answers ...int) *collector {
 		if len(c.answers) > 0 {
 			status, c.answers = c.answers[0], c.answers[1:]
 		}
-		if status == http.StatusOK {
+		if status == http.StatusOK || status == lostAnswer {
 			var req logspb.LogsData
 			if err := proto.Unmarshal(b, &req); err != nil || r.Header.Get("Content-Type") != "application/x-protobuf" {
 				status = http.StatusBadRequest
@@ -56,6 +60,14 @@ func newCollector(t *testing.T, answers ...int) *collector {
 			}
 		}
 		c.mu.Unlock()
+		if status == lostAnswer {
+			// Taken, but the answer never reaches the exporter.
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
 		if status == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", "0")
 		}
@@ -239,6 +251,25 @@ func TestExportRetriesUntilAcknowledged(t *testing.T) {
 	}
 	if got := len(c.records()); got != 8 || res.Records != 6 {
 		t.Fatalf("%d records arrived (%+v); want 6 audit, 1 denial, 1 checkpoint", got, res)
+	}
+}
+
+// TestExportLostAnswerIsSentAgain: a request the collector took but whose
+// answer was lost is sent again (at-least-once); by nmhost.seq, the
+// receiver's dedupe key, every record is there exactly once.
+func TestExportLostAnswerIsSentAgain(t *testing.T) {
+	st := openStore(t)
+	fill(t, st, 3)
+	c := newCollector(t, lostAnswer)
+	res, err := Run(context.Background(), st, fast(Options{Endpoint: c.endpoint(t)}))
+	if err != nil || res.Batches != 1 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if got := len(c.reqs()); got != 2 {
+		t.Fatalf("%d requests arrived; want the same one twice", got)
+	}
+	if recs, dens := c.count(); recs != 4 || dens != 2 {
+		t.Fatalf("%d distinct audit records, %d denials (with the repeat); want 4 and 2", recs, dens)
 	}
 }
 

@@ -3,7 +3,8 @@
 # static checks (go mod tidy, vet for Linux, Windows and macOS, gofmt,
 # staticcheck pinned in go.mod), Chromium, the example agents, Pyodide, then the
 # whole Go suite with the race detector (fuzz seed corpora run as ordinary
-# tests), then the end-to-end tests in Chromium (-tags e2e). Everything it needs is installed here, so it works on a fresh
+# tests), then nmhost export against the OpenTelemetry Collector's
+# receiver (tools/otelcol-test, a module of its own), then the end-to-end tests in Chromium (-tags e2e). Everything it needs is installed here, so it works on a fresh
 # machine. It ends with one verdict line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,15 +41,20 @@ fi
 
 current="module download"; phase "$current"
 go mod download
+# The collector integration test is a module of its own (tools/otelcol-test),
+# so the collector's dependencies stay out of nmhost's go.mod.
+(cd tools/otelcol-test && go mod download)
 
 current="go mod tidy"; phase "$current"
 go mod tidy -diff
+(cd tools/otelcol-test && go mod tidy -diff)
 
 current="vet (linux, windows, darwin)"; phase "$current"
 go vet ./...
 go vet -tags e2e ./e2e
 GOOS=windows go vet ./...
 GOOS=darwin go vet ./...
+(cd tools/otelcol-test && go vet ./...)
 
 current="gofmt"; phase "$current"
 gofmt_out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -75,6 +81,15 @@ fi
 current="JavaScript syntax"; phase "$current"
 ./scripts/check-js.sh
 
+current="host mode links no exporter"; phase "$current"
+# nmhost export (internal/export) speaks OTLP; the browser starts host mode
+# for every message, and its cold start must not pay for the exporter.
+if go list -deps ./internal/host | grep -q opentelemetry; then
+  echo "test.sh: host mode (internal/host) pulls in the OTLP exporter:" >&2
+  go list -deps ./internal/host | grep opentelemetry >&2
+  exit 1
+fi
+
 # The end-to-end tests need Chromium and the example agents; they fail,
 # never skip, when the browser cannot start.
 current="Chromium"; phase "$current"
@@ -91,6 +106,11 @@ current="Pyodide"; phase "$current"
 
 current="tests"; phase "$current"
 go test -race -count=1 -timeout 30m ./...
+
+# nmhost export against the OpenTelemetry Collector's own OTLP receiver,
+# in its own module (tools/otelcol-test, which replaces nmhost with ../..).
+current="collector integration (tools/otelcol-test)"; phase "$current"
+(cd tools/otelcol-test && go test -count=1 ./...)
 
 # The browser tests, behind their build tag so that plain `go test ./...`
 # needs no browser; here they run, and fail (never skip) when Chromium

@@ -45,7 +45,9 @@ func engines() []string {
 //   - no top-level package imports internal/ (only cmd/ and internal/ may);
 //   - mediator, the decision vocabulary, imports nothing of the module;
 //   - the core depends on no SQLite driver;
-//   - internal/store imports no engine.
+//   - internal/store imports no engine;
+//   - host mode (internal/host) links no OTLP exporter: the browser
+//     starts it for every message, and nmhost export is the CLI's alone.
 func Check(g Graph) []Violation {
 	var out []Violation
 	own := func(dep string) (string, bool) {
@@ -66,6 +68,8 @@ func Check(g Graph) []Violation {
 				out = append(out, Violation{"the core imports no storage", pkg, dep})
 			case pkg == "internal/store" && ours && slices.Contains(engines(), rel):
 				out = append(out, Violation{"storage imports no engine", pkg, rel})
+			case pkg == "internal/host" && (strings.Contains(dep, "opentelemetry") || rel == "internal/export"):
+				out = append(out, Violation{"host mode links no exporter", pkg, dep})
 			}
 		}
 	}

@@ -29,6 +29,7 @@ func TestRulesCatchPlantedViolations(t *testing.T) {
 		{"the vocabulary imports the network", "the decision vocabulary imports nothing of ours", Graph{"mediator": {Module + "/netproxy"}}},
 		{"the core pulls in SQLite", "the core imports no storage", Graph{"netproxy": {"modernc.org/sqlite"}}},
 		{"storage runs modules", "storage imports no engine", Graph{"internal/store": {Module + "/wasmhost"}}},
+		{"host mode links the exporter", "host mode links no exporter", Graph{"internal/host": {"go.opentelemetry.io/proto/otlp/logs/v1"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v := Check(c.g)

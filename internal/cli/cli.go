@@ -115,6 +115,8 @@ func route(ctx context.Context, env Env) error {
 		return routeGroup(ctx, cmd, sub)
 	case "serve":
 		return runServe(ctx, sub)
+	case "export":
+		return runExport(ctx, sub)
 	case "version", "--version":
 		if _, err := parse(specFor("version"), flag.NewFlagSet("version", flag.ContinueOnError), sub); err != nil {
 			return err

@@ -153,6 +153,12 @@ var specs = []*spec{
 	{name: "audit tail", synopsis: "[-n N] [--follow] [--json]",
 		summary:  "prints the last records of the audit trail",
 		examples: []string{"nmhost audit tail -n 50", "nmhost audit tail --follow --json"}},
+	{name: "export", synopsis: "--otlp-endpoint URL [--follow] [--retry-for D] [--unsafe-insecure]",
+		summary: "ships every audit record, denial and signed checkpoint to an OpenTelemetry Collector as OTLP/HTTP logs (docs/fleet.md), from where the last export's acknowledgement left off; --follow keeps shipping; exits 1 when the collector refuses or stays unreachable",
+		examples: []string{
+			"nmhost export --otlp-endpoint http://127.0.0.1:4318",
+			"nmhost export --otlp-endpoint https://otel.example.com:4318/v1/logs --follow",
+		}},
 	{name: "serve", synopsis: "[--port N] [--open] [--bind ADDR [--unsafe-bind]]",
 		summary: "the local denial-log viewer and session gateway (docs/viewer.md); prints http://127.0.0.1:PORT/#token=TOKEN first (the token in the fragment, never sent to a server)",
 		examples: []string{

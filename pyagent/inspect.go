@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/agentgate/nmhost/mediator"
@@ -45,13 +46,19 @@ type Use struct {
 	Line       int                 `json:"line"`
 }
 
+// The patterns are compiled on first use, not at package init: host mode
+// starts for every message, and most starts inspect no Python.
 var (
-	attrRef = regexp.MustCompile(`\brestricted_api\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)`)
-	anyRef  = regexp.MustCompile(`\brestricted_api\b`)
+	attrRef = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\brestricted_api\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)`)
+	})
+	anyRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\brestricted_api\b`) })
 	// dynamicAccess are the ways Python code reaches a name the text does
 	// not spell: attribute access by string, code from strings, imports
 	// by name, namespaces as dictionaries, and the bridge to JavaScript.
-	dynamicAccess = regexp.MustCompile(`\b(getattr|setattr|delattr|hasattr|eval|exec|compile|__import__|globals|locals|vars)\s*\(|\bimportlib\b|__dict__|__getattribute__|__builtins__|\bimport\s+js\b|\bfrom\s+js\b|\bpyodide\b`)
+	dynamicAccess = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(getattr|setattr|delattr|hasattr|eval|exec|compile|__import__|globals|locals|vars)\s*\(|\bimportlib\b|__dict__|__getattribute__|__builtins__|\bimport\s+js\b|\bfrom\s+js\b|\bpyodide\b`)
+	})
 )
 
 // ValidSource checks what install needs of a Python agent's code: UTF-8
@@ -85,7 +92,7 @@ func Inspect(src []byte) (Inspection, error) {
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
 			continue
 		}
-		attrs := attrRef.FindAllStringSubmatchIndex(line, -1)
+		attrs := attrRef().FindAllStringSubmatchIndex(line, -1)
 		for _, m := range attrs {
 			name := line[m[2]:m[3]]
 			if slices.ContainsFunc(in.Uses, func(u Use) bool { return u.Name == name }) {
@@ -99,10 +106,10 @@ func Inspect(src []byte) (Inspection, error) {
 			in.Uses = append(in.Uses, u)
 		}
 		// restricted_api named without a .NAME after it is passed around.
-		if len(anyRef.FindAllStringIndex(line, -1)) > len(attrs) {
+		if len(anyRef().FindAllStringIndex(line, -1)) > len(attrs) {
 			in.Dynamic = appendOnce(in.Dynamic, "restricted_api used as a value")
 		}
-		for _, m := range dynamicAccess.FindAllString(line, -1) {
+		for _, m := range dynamicAccess().FindAllString(line, -1) {
 			in.Dynamic = appendOnce(in.Dynamic, strings.TrimRight(strings.Join(strings.Fields(m), " "), "( "))
 		}
 	}

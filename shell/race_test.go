@@ -1,0 +1,5 @@
+//go:build race
+
+package shell
+
+const raceEnabled = true

@@ -53,7 +53,9 @@ func TestComparisonsOfSharedValues(t *testing.T) {
 			if code := mediator.CodeOf(err); err != nil && code != c.code || err == nil && c.code != "" {
 				t.Fatalf("%v (%s), want %q", err, code, c.code)
 			}
-			if took := time.Since(start); took > 2*time.Second {
+			// A guard against the unbounded, not a timing: without the
+			// refusal these run for hours; the code above is the check.
+			if took := time.Since(start); took > 30*time.Second {
 				t.Errorf("took %v", took)
 			}
 			if c.code == "" && fmtAny(v) != fmtAny(c.want) {
@@ -92,7 +94,9 @@ func TestMatchesIsBounded(t *testing.T) {
 			if code := mediator.CodeOf(err); err != nil && code != c.code || err == nil && c.code != "" {
 				t.Fatalf("%v (%s), want %q", err, code, c.code)
 			}
-			if took := time.Since(start); took > 2*time.Second {
+			// A guard against the unbounded, not a timing: without the
+			// refusal these run for hours; the code above is the check.
+			if took := time.Since(start); took > 30*time.Second {
 				t.Errorf("took %v", took)
 			}
 			if c.code == "" && v != c.want {

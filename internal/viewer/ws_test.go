@@ -215,7 +215,9 @@ func TestNonReadingClientIsDroppedOthersKeepUp(t *testing.T) {
 	received := make(chan int, 1)
 	go func() {
 		seen := 0
-		good.SetReadDeadline(time.Now().Add(60 * time.Second))
+		// A guard against a reader that hangs, not a timing: 3,000 durable
+		// denials take a minute on a loaded machine under -race.
+		good.SetReadDeadline(time.Now().Add(5 * time.Minute))
 		for seen < n {
 			// No JSON decoding: the reader must keep up even under -race.
 			_, data, err := good.ReadMessage()
@@ -311,7 +313,10 @@ func TestRunInSessionContext(t *testing.T) {
 				t.Fatal(err)
 			}
 			var sawOutput, sawDenial bool
-			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			// The first run compiles the probe (a Go module): seconds, or a
+			// minute under the race detector on a loaded machine. Compiling
+			// has its own budget (two minutes); this is a guard, not a timing.
+			c.SetReadDeadline(time.Now().Add(3 * time.Minute))
 			for {
 				var m struct {
 					Type, RunID, SessionID string

@@ -87,7 +87,9 @@ func newHarnessStore(t *testing.T, allowed bool, st *store.Store, with ...func(*
 
 func (h *harness) call(typ string, params any) nmclient.Reply {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// A guard against a hang, not a timing: a run's first compile of a Go
+	// module takes a minute under the race detector on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r, err := h.client.Call(ctx, typ, params)
 	if err != nil {

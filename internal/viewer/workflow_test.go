@@ -55,7 +55,7 @@ func TestRunWorkflowOverTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	c.SetReadDeadline(time.Now().Add(3 * time.Minute)) // a guard: a first compile under -race on a loaded machine
 	for {
 		var m struct {
 			Type    string

@@ -383,7 +383,7 @@ func TestRunInSessionContext(t *testing.T) {
 	if err := c.WriteJSON(map[string]string{"type": "run", "run_id": "fresh", "agent_id": "probe", "input": "print hello"}); err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	c.SetReadDeadline(time.Now().Add(3 * time.Minute)) // a guard: a first compile under -race on a loaded machine
 	for {
 		var m map[string]any
 		if err := c.ReadJSON(&m); err != nil {
@@ -423,7 +423,7 @@ func TestRunInSessionContext(t *testing.T) {
 		c.WriteJSON(map[string]string{"type": "run", "run_id": fmt.Sprint("spin-", i), "session_id": "s-high", "agent_id": "probe", "input": "spin"})
 	}
 	var refused, timedOut int
-	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	c.SetReadDeadline(time.Now().Add(3 * time.Minute)) // a guard: a first compile under -race on a loaded machine
 	for refused+timedOut < maxRunsPerClient+1 {
 		var m struct {
 			Type, Code string

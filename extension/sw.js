@@ -2,11 +2,13 @@
 import { onMessage, onConnect, onInstalled, onStartup } from './router.js';
 import { onWindowRemoved } from './prompts.js';
 import { restrictStorage, watchAudit } from './audit.js';
+import { watchManagedPolicy } from './managed.js';
 
 // First, before any page or content script can reach it: storage is for
 // the extension's own contexts only.
 restrictStorage();
 watchAudit();
+watchManagedPolicy();
 chrome.runtime.onMessage.addListener(onMessage);
 chrome.runtime.onConnect.addListener(onConnect);
 chrome.runtime.onInstalled.addListener(onInstalled);

@@ -102,6 +102,7 @@ const (
 	CodeUnknownSession Code = "unknown_session"
 	CodeInvalidLevel   Code = "invalid_level"
 	CodeSessionLevel   Code = "session_level" // the session's permission level does not allow the operation
+	CodeAdminPolicy    Code = "admin_policy"  // the administrator's policy (a machine policy file, the extension's managed storage) refuses it, whatever the person granted
 	CodeUnauthorized   Code = "unauthorized"  // missing or wrong viewer token, foreign Host or Origin
 
 	// The audit trail, checked against a checkpoint kept outside the host's

@@ -58,6 +58,9 @@ type Prompter interface {
 type PolicyOptions struct {
 	// Prompter asks the user; nil denies what needs confirmation.
 	Prompter Prompter
+	// Admin is the administrator's rules (AdminPolicy), applied before
+	// the person's grants and answers; nil: none.
+	Admin func() Admin
 	// PromptTimeout is how long a prompt waits before it counts as deny.
 	// Default 60 s: long enough to read a prompt, short enough that an
 	// agent does not sit on a forgotten one.
@@ -175,6 +178,9 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	if !known {
 		return denied(AlwaysConfirm, CodeUnknownPermission, "class:"+string(AlwaysConfirm),
 			fmt.Sprintf("operation %q is not known", Truncate(op.Name, 64)))
+	}
+	if d, ok := p.adminDenial(op, rule); !ok {
+		return d
 	}
 	if op.Permission != "" && op.Permission != rule.Permission {
 		return denied(rule.Class, CodeBadRequest, "grant:"+string(rule.Permission),
@@ -474,4 +480,34 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// adminDenial applies the administrator's rules: a blocked permission
+// (the operation's, or the workspace grant it needs) or a session above
+// the highest level is refused whatever the person granted or answered.
+func (p *Policy) adminDenial(op Operation, rule OperationRule) (PolicyDecision, bool) {
+	if p.opts.Admin == nil {
+		return PolicyDecision{}, true
+	}
+	a := p.opts.Admin()
+	perms := []Permission{rule.Permission}
+	switch need := rule.Workspace; {
+	case op.Shell != nil && op.Shell.Writes, need == WorkspaceReadWrite:
+		perms = append(perms, PermWorkspaceRead, PermWorkspaceWrite)
+	case need == WorkspaceRead:
+		perms = append(perms, PermWorkspaceRead)
+	}
+	for _, perm := range perms {
+		if ap, blocked := a.Blocked(perm); perm != "" && blocked {
+			return denied(rule.Class, CodeAdminPolicy, adminBy("blockedPermissions", ap), MessageOf(ap.BlockedError(perm))), false
+		}
+	}
+	level := op.SessionLevel
+	if level == "" {
+		level = LevelMedium
+	}
+	if ap, above := a.LevelAbove(level); above {
+		return denied(rule.Class, CodeAdminPolicy, adminBy("maxSessionLevel", ap), MessageOf(ap.LevelError(level))), false
+	}
+	return PolicyDecision{}, true
 }

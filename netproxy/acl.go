@@ -346,6 +346,20 @@ func (a *ACL) Check(rawURL string) (Target, mediator.Decision) {
 	return t, mediator.Allow("host \"" + t.Host + "\" matches allowedHosts entry \"" + t.Entry + "\"")
 }
 
+// DenyEntry returns the deny entry ("!pattern") that refuses rawURL's
+// host, if one does: a caller that added deny entries of its own (the
+// administrator's deniedHosts) tells its refusals from the profile's.
+func (a *ACL) DenyEntry(rawURL string) (string, bool) {
+	t, d := parseURL(rawURL)
+	if !d.Allowed || a == nil {
+		return "", false
+	}
+	if i, denied := a.deny.match(&t, true); denied {
+		return a.texts[i], true
+	}
+	return "", false
+}
+
 // plain reports whether strconv.Quote would only put quotes around s, as
 // it does for the canonical hosts and entries Check names: the reasons
 // are then built in one allocation, on a path every fetch and redirect hop

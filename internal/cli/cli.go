@@ -111,7 +111,7 @@ func route(ctx context.Context, env Env) error {
 		return runGrant(ctx, sub, false)
 	case "shell":
 		return runShell(ctx, sub)
-	case "prefs", "audit", "workflow", "session":
+	case "prefs", "audit", "workflow", "session", "policy":
 		return routeGroup(ctx, cmd, sub)
 	case "serve":
 		return runServe(ctx, sub)
@@ -153,6 +153,8 @@ func routeGroup(ctx context.Context, group string, env Env) error {
 		return runSessionShow(ctx, sub)
 	case "session list":
 		return runSessionList(ctx, sub)
+	case "policy list":
+		return runPolicyList(ctx, sub)
 	case "audit verify":
 		return runAuditVerifyCheckpoint(ctx, sub)
 	case "audit tail":

@@ -85,6 +85,13 @@ func runHost(ctx context.Context, env Env) int {
 		log.Error("fetcher config refused", "err", err)
 		return 1
 	}
+	// The administrator's policy, when there is one, or no host: a
+	// policy that cannot be trusted is not ignored (fail closed).
+	admin, err := datadir.LoadAdminPolicy(adminPolicyPath())
+	if err != nil {
+		log.Error("admin policy refused; the host does not run without it", "err", err)
+		return 1
+	}
 	// Creating the runtime compiles nothing; the first run-agent does, or
 	// loads the module from the cache an earlier process filled.
 	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(dir, "wasm-cache"), MaxGuestMemory: cfg.MaxGuestMemory})
@@ -100,7 +107,7 @@ func runHost(ctx context.Context, env Env) int {
 	wf := flows.Settings(cfg)
 	err = host.Serve(ctx, in, out, host.Options{
 		Store: st, Fetcher: fetcher, Runtime: rt, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version,
-		Workflow: &wf,
+		Workflow: &wf, Admin: admin,
 	})
 	if err != nil {
 		log.Error("host stopped", "err", err)

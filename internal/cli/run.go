@@ -215,13 +215,19 @@ func newMediation(st *store.Store, prompter mediator.Prompter) (*mediation, erro
 	if err != nil {
 		return nil, err
 	}
-	m := &mediation{cfg: cfg, policy: mediator.NewPolicy(st, mediator.PolicyOptions{Prompter: prompter})}
+	adminPolicy, err := datadir.LoadAdminPolicy(adminPolicyPath())
+	if err != nil {
+		return nil, err
+	}
+	admin := mediator.NewAdmin(adminPolicy)
+	adminNow := func() mediator.Admin { return admin }
+	m := &mediation{cfg: cfg, policy: mediator.NewPolicy(st, mediator.PolicyOptions{Prompter: prompter, Admin: adminNow})}
 	m.logDenial = func(ctx context.Context, d mediator.Denial) {
 		if d.Context.Layer == "" {
 			d.Context.Layer = "cli"
 		}
 		_, _ = st.LogDenial(context.WithoutCancel(ctx), d)
 	}
-	m.fetch, err = agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: m.policy, LogDenial: m.logDenial})
+	m.fetch, err = agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: m.policy, LogDenial: m.logDenial, Admin: adminNow})
 	return m, err
 }

@@ -87,8 +87,14 @@ func runServe(ctx context.Context, env Env) error {
 	}
 	// No prompter: the viewer has no one to ask, so operations that need a
 	// confirmation are denied with confirmation_required.
-	policy := mediator.NewPolicy(st, mediator.PolicyOptions{})
-	fetch, err := agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: policy,
+	adminPolicy, err := datadir.LoadAdminPolicy(adminPolicyPath())
+	if err != nil {
+		return err
+	}
+	admin := mediator.NewAdmin(adminPolicy)
+	adminNow := func() mediator.Admin { return admin }
+	policy := mediator.NewPolicy(st, mediator.PolicyOptions{Admin: adminNow})
+	fetch, err := agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: policy, Admin: adminNow,
 		LogDenial: func(ctx context.Context, d mediator.Denial) {
 			if d.Context.Layer == "" {
 				d.Context.Layer = "gateway"

@@ -284,6 +284,14 @@ func refusalScenarios() []codeScenario {
 				"capabilities": map[string]any{"maxMemory": 3 << 30}}, "module": base64.StdEncoding.EncodeToString(emptyModule)}, nil)
 			w.h.call("run-agent", map[string]any{"agentId": "greedy"})
 		}},
+		{code: mediator.CodeAdminPolicy, entry: "grant, under an administrator's policy that blocks the permission", scenario: func(w *walk) {
+			governed := newHarness(w.t, true, func(o *Options) {
+				o.Admin = mediator.AdminPolicy{BlockedPermissions: []mediator.Permission{mediator.PermNetworkFetch}, Source: "admin file /etc/nmhost/policy.json"}
+			})
+			governed.install("governed", []string{"console.log"}, true)
+			governed.call("grant", map[string]any{"agentId": "governed", "permission": "network.fetch"})
+			w.st = governed.st
+		}},
 		{code: mediator.CodeRevokedByUser, entry: "network-fetch", scenario: func(w *walk) {
 			w.h.mustOK("revoke", map[string]any{"agentId": "revoked", "permission": "network.fetch"}, nil)
 			w.fetch("revoked", w.web.URL+"/ok", nil)

@@ -59,6 +59,11 @@ func handleInstallAgent(ctx context.Context, s *server, req *request) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	// A profile that requires what the administrator blocks could never
+	// run as it asks: refused now, saying whose rule it is.
+	if err := s.adminRefusesGrant(prof.Permissions.Required...); err != nil {
+		return nil, err
+	}
 	var mod []byte
 	switch {
 	case prof.IsPython() && p.Module != "":
@@ -191,6 +196,9 @@ func handleGrant(ctx context.Context, s *server, req *request) (any, error) {
 	}
 	perm, err := p.parse()
 	if err != nil {
+		return nil, err
+	}
+	if err := s.adminRefusesGrant(perm); err != nil {
 		return nil, err
 	}
 	g, err := s.opts.Store.Grant(ctx, p.AgentID, perm)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentgate/nmhost/internal/frame"
 	"github.com/agentgate/nmhost/internal/store"
@@ -69,6 +70,10 @@ type Options struct {
 	Version string
 	// Workflow is the data dir's workflow settings; nil: all on.
 	Workflow *workflow.Settings
+	// Admin is the machine's admin policy (datadir.LoadAdminPolicy); the
+	// extension's managed storage adds its rules with managed-policy.
+	// The zero value sets none.
+	Admin mediator.AdminPolicy
 }
 
 type handlerFunc func(ctx context.Context, s *server, req *request) (any, error)
@@ -100,6 +105,7 @@ var handlers = map[string]handlerFunc{
 	"cancel-request":    handleCancelRequest,
 	"list-sessions":     handleListSessions,
 	"set-session":       handleSetSession,
+	"managed-policy":    handleManagedPolicy,
 }
 
 type server struct {
@@ -116,6 +122,9 @@ type server struct {
 	inputEnded chan struct{}
 	// inflight are the requests cancel-request may end (cancel.go).
 	inflight inflight
+	// admin is the administrator's rules in force: the machine's file,
+	// and what managed storage added (admin.go).
+	admin atomic.Pointer[mediator.Admin]
 }
 
 type request struct {
@@ -152,11 +161,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	}
 	s := &server{opts: opts, out: frame.NewWriter(w), log: log, broken: make(chan struct{}), inputEnded: make(chan struct{})}
 	s.peer.s = s
+	admin := mediator.NewAdmin(opts.Admin)
+	s.admin.Store(&admin)
 	if opts.Authorizer == nil {
-		s.opts.Authorizer = mediator.NewPolicy(opts.Store, mediator.PolicyOptions{Prompter: prompter{&s.peer}})
+		s.opts.Authorizer = mediator.NewPolicy(opts.Store, mediator.PolicyOptions{Prompter: prompter{&s.peer}, Admin: s.currentAdmin})
 	}
 	fetch, err := agentfetch.New(agentfetch.Config{
-		Store: opts.Store, Fetcher: opts.Fetcher, Authorizer: s.opts.Authorizer, LogDenial: s.recordDenial,
+		Store: opts.Store, Fetcher: opts.Fetcher, Authorizer: s.opts.Authorizer, LogDenial: s.recordDenial, Admin: s.currentAdmin,
 	})
 	if err != nil {
 		return fmt.Errorf("host: %w", err)

@@ -51,6 +51,9 @@ func handleSetSession(ctx context.Context, s *server, req *request) (any, error)
 	if p.SessionID == "" {
 		p.SessionID = store.NewSessionID()
 	}
+	if err := s.adminRefusesLevel(p.Level); p.Level != "" && err != nil {
+		return nil, err
+	}
 	patch := map[string]string{}
 	if p.Level != "" {
 		patch["permission_level"] = p.Level

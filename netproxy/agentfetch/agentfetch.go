@@ -29,6 +29,10 @@ type Config struct {
 	// capability, ACL, redirect hops). Default: Store.LogDenial with the
 	// layer "host", written even when the request's context is done.
 	LogDenial func(ctx context.Context, d mediator.Denial)
+	// Admin is the administrator's rules: its deniedHosts are deny
+	// entries ahead of every profile's allowedHosts, for the first URL,
+	// every redirect hop and every address a name resolves to. nil: none.
+	Admin func() mediator.Admin
 }
 
 // Service performs mediated fetches. It is safe for concurrent use.
@@ -139,14 +143,23 @@ type aclEntry struct {
 	acl   *netproxy.ACL
 }
 
-func (c *aclCache) get(rec mediator.AgentRecord) (*netproxy.ACL, error) {
+func (c *aclCache) get(rec mediator.AgentRecord, adminDenied []string) (*netproxy.ACL, error) {
 	id := rec.Profile.AgentID
 	c.mu.Lock()
 	e, ok := c.m[id]
 	c.mu.Unlock()
 	// Compared by content, not by a timestamp: another host process may
-	// have re-installed the agent within the same millisecond.
+	// have re-installed the agent within the same millisecond. The
+	// administrator's denied hosts come first, as deny entries: a deny
+	// entry wins over every allow, in any order.
 	hosts := rec.Profile.Capabilities.AllowedHosts
+	if len(adminDenied) > 0 {
+		all := make([]string, 0, len(adminDenied)+len(hosts))
+		for _, h := range adminDenied {
+			all = append(all, "!"+h)
+		}
+		hosts = append(all, hosts...)
+	}
 	if ok && slices.Equal(e.hosts, hosts) {
 		return e.acl, nil
 	}

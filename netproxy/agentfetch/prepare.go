@@ -68,11 +68,24 @@ func (s *Service) prepare(ctx context.Context, req Request) (prepared, error) {
 	if !rec.Profile.Capabilities.NetworkAccess {
 		return p, p.deny(mediator.CodeNetworkDisabled, "capability:networkAccess", req.URL, "the agent's profile does not enable networkAccess")
 	}
-	acl, err := s.acls.get(rec)
+	var admin mediator.Admin
+	if s.cfg.Admin != nil {
+		admin = s.cfg.Admin()
+	}
+	denied, sources := admin.DeniedHosts()
+	acl, err := s.acls.get(rec, denied)
 	if err != nil {
 		return p, p.deny(mediator.CodeInvalidAllowedHost, "acl:allowedHosts", req.URL, mediator.MessageOf(err))
 	}
 	p.acl = acl
+	if entry, ok := acl.DenyEntry(req.URL); ok {
+		for i, h := range denied {
+			if "!"+h == entry {
+				return p, p.deny(mediator.CodeAdminPolicy, "admin:deniedHosts@"+strings.ReplaceAll(sources[i], " ", "_"), req.URL,
+					fmt.Sprintf("the administrator's policy denies %q (deniedHosts, %s), whatever the agent's allowedHosts say", h, sources[i]))
+			}
+		}
+	}
 	// The ACL is checked here, before the policy, so that a host the user
 	// never allowed is refused without a prompt; Fetch checks it again on
 	// the URL it actually sends, and on every redirect hop.

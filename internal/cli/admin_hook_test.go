@@ -1,0 +1,3 @@
+package cli
+
+func init() { testAdminPolicyAllowed = true }

@@ -1,0 +1,110 @@
+package datadir
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy"
+)
+
+// AdminPolicyFile names the machine policy file in the operating system's
+// admin location (AdminPolicyPath).
+const AdminPolicyFile = "policy.json"
+
+// maxAdminPolicyBytes bounds the policy file: a few rules, not a database.
+const maxAdminPolicyBytes = 1 << 20
+
+// AdminPolicyPath is where an administrator puts the machine's policy: a
+// place only an administrator can write.
+//
+//	Linux (and other Unix)  /etc/nmhost/policy.json
+//	macOS                   /Library/Application Support/nmhost/policy.json
+//	Windows                 %ProgramData%\nmhost\policy.json
+func AdminPolicyPath() string {
+	switch runtime.GOOS {
+	case "darwin":
+		return "/Library/Application Support/nmhost/" + AdminPolicyFile
+	case "windows":
+		pd := os.Getenv("ProgramData")
+		if pd == "" {
+			pd = `C:\ProgramData`
+		}
+		return filepath.Join(pd, "nmhost", AdminPolicyFile)
+	}
+	return "/etc/nmhost/" + AdminPolicyFile
+}
+
+// LoadAdminPolicy reads the machine policy at path. No file is no policy.
+// A file that anyone but an administrator could have written (a symbolic
+// link, a file or directory writable by others than its owner, an owner
+// who is not root) is refused, not ignored: the host does not run under
+// rules a user may have forged or loosened. The file is read exactly
+// (unknown, repeated or case-variant members refused) and every rule
+// checked.
+func LoadAdminPolicy(path string) (mediator.AdminPolicy, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return mediator.AdminPolicy{}, nil
+	}
+	if err != nil {
+		return mediator.AdminPolicy{}, fmt.Errorf("admin policy %s: %w", path, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return mediator.AdminPolicy{}, fmt.Errorf("admin policy %s is a symbolic link; an administrator's policy must be a file only an administrator can write (replace the link with the file)", path)
+	}
+	if !fi.Mode().IsRegular() {
+		return mediator.AdminPolicy{}, fmt.Errorf("admin policy %s is not a regular file", path)
+	}
+	for _, p := range []string{path, filepath.Dir(path)} {
+		if err := adminOnly(p); err != nil {
+			return mediator.AdminPolicy{}, fmt.Errorf("admin policy %s: %w", path, err)
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return mediator.AdminPolicy{}, fmt.Errorf("admin policy %s: %w", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxAdminPolicyBytes+1))
+	if err != nil {
+		return mediator.AdminPolicy{}, fmt.Errorf("admin policy %s: %w", path, err)
+	}
+	p, err := ParseAdminPolicy(b, "admin file "+path)
+	if err != nil {
+		return mediator.AdminPolicy{}, fmt.Errorf("admin policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// ParseAdminPolicy reads a policy's JSON exactly and checks every rule;
+// source says where it came from.
+func ParseAdminPolicy(b []byte, source string) (mediator.AdminPolicy, error) {
+	if len(b) > maxAdminPolicyBytes {
+		return mediator.AdminPolicy{}, mediator.Errorf(mediator.CodeTooLarge, "larger than %d bytes", maxAdminPolicyBytes)
+	}
+	var p mediator.AdminPolicy
+	if err := mediator.DecodeExact(b, &p); err != nil {
+		return mediator.AdminPolicy{}, &mediator.Error{Code: mediator.CodeBadRequest,
+			Msg: "not a policy: blockedPermissions, deniedHosts, maxSessionLevel and exportEndpoint, names matching exactly", Err: err}
+	}
+	if err := p.Check(); err != nil {
+		return mediator.AdminPolicy{}, err
+	}
+	for _, h := range p.DeniedHosts {
+		if strings.HasPrefix(h, "!") {
+			return mediator.AdminPolicy{}, mediator.Errorf(mediator.CodeInvalidAllowedHost, "deniedHosts entry %q: write the pattern without '!': every entry here is a deny", mediator.Truncate(h, 64))
+		}
+		if _, err := netproxy.ParseEntry("!" + h); err != nil {
+			return mediator.AdminPolicy{}, fmt.Errorf("deniedHosts: %w", err)
+		}
+	}
+	p.Source = source
+	return p, nil
+}

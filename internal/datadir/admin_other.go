@@ -1,0 +1,7 @@
+//go:build !unix
+
+package datadir
+
+// adminOnly: on Windows the policy lives under %ProgramData%, whose ACLs
+// an administrator sets; the host does not read ACLs (docs/fleet.md).
+func adminOnly(string) error { return nil }

@@ -175,9 +175,10 @@ func TestAllPureWorkflowAsksNothing(t *testing.T) {
 	}
 }
 
-// TestMixedWorkflowAsksOncePerLayer: the side-effecting layer gets one
-// prompt naming only its tasks that need a person (the POSTs, not the
-// GET, not the pure step), with their exact targets.
+// TestMixedWorkflowAsksOncePerLayer: approved layer by layer, the
+// side-effecting layer gets one prompt naming only its tasks that need a
+// person (the POSTs, not the GET, not the pure step), with their exact
+// targets.
 func TestMixedWorkflowAsksOncePerLayer(t *testing.T) {
 	f := newFixture(t)
 	lp := &layerPrompter{answer: mediator.AnswerAllowOnce}
@@ -189,7 +190,9 @@ func TestMixedWorkflowAsksOncePerLayer(t *testing.T) {
 		{"id":"count","dependsOn":["prep"],"code":{"op":"code:arithmetic","expr":"size(r.prep) * 2"}},
 		{"id":"after","dependsOn":["post1","post2","get","count"],"code":{"op":"code:logic","expr":"r.post1.status == 200 && r.count == 4"}}
 	]}`)
-	sum, err := Run(context.Background(), s, f.env(lp))
+	env := f.env(lp)
+	env.Settings.Approval = ApproveLayer
+	sum, err := Run(context.Background(), s, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +217,8 @@ func TestMixedWorkflowAsksOncePerLayer(t *testing.T) {
 	}
 }
 
-// TestDeniedLayerStopsOnlyItsDependants: the person denies the layer;
+// TestDeniedLayerStopsOnlyItsDependants: approved layer by layer, the
+// person denies the layer;
 // its tasks are user_denied and recorded so, their dependants do not run
 // (dependency_failed), and nothing was sent.
 func TestDeniedLayerStopsOnlyItsDependants(t *testing.T) {
@@ -225,7 +229,9 @@ func TestDeniedLayerStopsOnlyItsDependants(t *testing.T) {
 		{"id":"uses","dependsOn":["post"],"code":{"op":"code:access","expr":"r.post.status"}},
 		{"id":"other","code":{"op":"code:expr","expr":"1 + 1"}}
 	]}`)
-	sum, err := Run(context.Background(), s, f.env(lp))
+	env := f.env(lp)
+	env.Settings.Approval = ApproveLayer
+	sum, err := Run(context.Background(), s, env)
 	if err != nil {
 		t.Fatal(err)
 	}

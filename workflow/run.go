@@ -149,6 +149,11 @@ func prepare(ctx context.Context, s Spec, env Env) (*plan, error) {
 				continue
 			}
 			pure, why, err := env.Agents.Pure(ctx, t.Run.AgentID)
+			if err != nil && mediator.IsRefusal(mediator.CodeOf(err)) {
+				// An agent that is not installed is the plan's refusal
+				// (decideRun), named and recorded with the others.
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("task %q: %w", t.ID, err)
 			}

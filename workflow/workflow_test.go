@@ -39,6 +39,11 @@ type fakeCalls struct {
 }
 
 func (c *fakeCalls) Prepare(_ context.Context, t CallTask) (mediator.Operation, error) {
+	// The ACL: only api.example.com is listed (as the host's netproxy
+	// would refuse any other, before the policy).
+	if !strings.HasPrefix(t.URL, "https://api.example.com/") {
+		return mediator.Operation{}, mediator.Errorf(mediator.CodeHostNotAllowed, "%s is not in allowedHosts", t.URL)
+	}
 	return mediator.Operation{AgentID: t.AgentID, Permission: mediator.PermNetworkFetch, Name: t.Operation,
 		Method: t.Method, URL: t.URL, Host: "api.example.com", TextLength: len(t.Body)}, nil
 }
@@ -60,9 +65,13 @@ func (c *fakeCalls) Do(ctx context.Context, t CallTask, auth mediator.Authorizer
 type layerPrompter struct {
 	answer mediator.Answer
 	asked  []mediator.LayerPrompt
+	onAsk  func() // called as the prompt is shown
 }
 
 func (p *layerPrompter) PromptLayer(_ context.Context, lp mediator.LayerPrompt) (mediator.Answer, error) {
+	if p.onAsk != nil {
+		p.onAsk()
+	}
 	p.asked = append(p.asked, lp)
 	return p.answer, nil
 }

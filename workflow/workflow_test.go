@@ -58,8 +58,14 @@ func (c *fakeCalls) Do(ctx context.Context, t CallTask, auth mediator.Authorizer
 	c.mu.Lock()
 	c.done = append(c.done, t.Method+" "+t.URL)
 	c.mu.Unlock()
+	if strings.HasSuffix(t.URL, "/users") {
+		return map[string]any{"status": 200, "body": usersJSON}, nil
+	}
 	return map[string]any{"status": 200}, nil
 }
+
+// usersJSON is what the fake server answers for /users.
+const usersJSON = `[{"name": "ada", "age": 30, "active": true}, {"name": "bo", "age": 41, "active": true}, {"name": "cy", "age": 70, "active": false}]`
 
 // layerPrompter records each layer prompt and answers with answer.
 type layerPrompter struct {

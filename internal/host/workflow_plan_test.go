@@ -92,7 +92,7 @@ func TestPlanIsDecidedBeforeAnyRequest(t *testing.T) {
 			r := h.call("run-workflow", map[string]any{"workflow": map[string]any{"id": "plan", "tasks": tc.tasks}})
 			if tc.want != "" {
 				if r.Success || r.Code != string(tc.want) {
-					t.Fatalf("%+v; want %s", r, tc.want)
+					t.Fatalf("success %v, %s %s %s; want %s", r.Success, r.Code, r.Error, r.Data, tc.want)
 				}
 				page, _ := h.st.ListDenials(context.Background(), store.DenialFilter{Code: tc.want})
 				if len(page.Denials) != 1 || page.Denials[0].AuditSeq == 0 || page.Denials[0].Context.URL != canary.URL+"/leak" {

@@ -77,7 +77,7 @@ func TestWorkflowAsksOnceForItsSideEffects(t *testing.T) {
 	if sum.Status != "ok" || sum.Prompts != 1 || sum.Layers != 3 || posts != 1 || gets != 1 {
 		t.Fatalf("summary %+v; server saw %d POST, %d GET", sum, posts, gets)
 	}
-	// The summary counts the layer prompts the host sent; the browser
+	// The summary counts the prompts the host sent; the browser
 	// agrees: no other prompt window is open.
 	targets, _ := chromedp.Targets(browser)
 	for _, tg := range targets {

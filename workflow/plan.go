@@ -74,7 +74,7 @@ func (r *runner) decidePlan(ctx context.Context) (map[int]approval, PlanReport, 
 		report.Approval = ApprovePlan
 	}
 	var tasks []mediator.LayerTask
-	var idx []int
+	var idx, specIdx []int // each decided task's step in the report, its task in the spec
 	var hashed []hashedTask
 	for n, layer := range r.layers {
 		for _, i := range layer {
@@ -106,7 +106,7 @@ func (r *runner) decidePlan(ctx context.Context) (map[int]approval, PlanReport, 
 			}
 			lt.Op.Layer = n + 1
 			lt.Ask = env.Settings.asks(lt.Op.Name)
-			tasks, idx = append(tasks, lt), append(idx, len(report.SideEffects))
+			tasks, idx, specIdx = append(tasks, lt), append(idx, len(report.SideEffects)), append(specIdx, i)
 			report.SideEffects = append(report.SideEffects, step)
 			hashed = append(hashed, hashedTask{Task: t.ID, Layer: n + 1, Op: lt.Op, Run: t.Run, Call: t.Call})
 		}
@@ -151,7 +151,7 @@ func (r *runner) decidePlan(ctx context.Context) (map[int]approval, PlanReport, 
 	approved := map[int]approval{}
 	for k, d := range ds {
 		if d.RequiresPrompt {
-			approved[r.index(tasks[k].Task)] = approval{op: tasks[k].Op, by: by}
+			approved[specIdx[k]] = approval{op: tasks[k].Op, by: by}
 		}
 	}
 	return approved, report, shown, nil
@@ -176,15 +176,6 @@ func (r *runner) refusePrepare(ctx context.Context, task string, layer int, c *C
 		return rerr
 	}
 	return mediator.Recorded(mediator.Errorf(code, "%s", msg))
-}
-
-func (p *plan) index(id string) int {
-	for i, t := range p.spec.Tasks {
-		if t.ID == id {
-			return i
-		}
-	}
-	return -1
 }
 
 // hashedTask is what a plan's hash covers of one side-effecting task: its

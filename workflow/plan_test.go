@@ -45,26 +45,30 @@ func TestRefusedPlanRunsNothing(t *testing.T) {
 			`{"id":"post","dependsOn":["count"],"run":{"agentId":"ghost"}}`,
 			nil, mediator.CodeUnknownAgent, "ghost"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			if tc.pref != nil {
-				if _, err := f.st.SetPreference(context.Background(), *tc.pref); err != nil {
-					t.Fatal(err)
+		for _, approval := range []string{ApprovePlan, ApproveLayer} {
+			t.Run(tc.name+"/"+approval, func(t *testing.T) {
+				f := newFixture(t)
+				if tc.pref != nil {
+					if _, err := f.st.SetPreference(context.Background(), *tc.pref); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			lp := &layerPrompter{answer: mediator.AnswerAllowOnce}
-			_, err := Run(context.Background(), mustParse(t, threeLayers(tc.last)), f.env(lp))
-			if mediator.CodeOf(err) != tc.want || !strings.Contains(err.Error(), `task "post" (layer 3)`) || !mediator.IsRecorded(err) {
-				t.Fatalf("%v; want %s naming task post, marked recorded", err, tc.want)
-			}
-			if len(f.calls.done) != 0 || f.agents.runs.Load() != 0 || len(f.events) != 0 || len(lp.asked) != 0 {
-				t.Fatalf("ran before the plan was refused: calls %v, runs %d, events %d, prompts %d", f.calls.done, f.agents.runs.Load(), len(f.events), len(lp.asked))
-			}
-			page, _ := f.st.ListDenials(context.Background(), store.DenialFilter{})
-			if len(page.Denials) != 1 || page.Denials[0].Code != tc.want || page.Denials[0].AuditSeq == 0 || page.Denials[0].AgentID != tc.agent {
-				t.Fatalf("denial log %+v", page.Denials)
-			}
-		})
+				lp := &layerPrompter{answer: mediator.AnswerAllowOnce}
+				env := f.env(lp)
+				env.Settings.Approval = approval
+				_, err := Run(context.Background(), mustParse(t, threeLayers(tc.last)), env)
+				if mediator.CodeOf(err) != tc.want || !strings.Contains(err.Error(), `task "post" (layer 3)`) || !mediator.IsRecorded(err) {
+					t.Fatalf("%v; want %s naming task post, marked recorded", err, tc.want)
+				}
+				if len(f.calls.done) != 0 || f.agents.runs.Load() != 0 || len(f.events) != 0 || len(lp.asked) != 0 {
+					t.Fatalf("ran before the plan was refused: calls %v, runs %d, events %d, prompts %d", f.calls.done, f.agents.runs.Load(), len(f.events), len(lp.asked))
+				}
+				page, _ := f.st.ListDenials(context.Background(), store.DenialFilter{})
+				if len(page.Denials) != 1 || page.Denials[0].Code != tc.want || page.Denials[0].AuditSeq == 0 || page.Denials[0].AgentID != tc.agent {
+					t.Fatalf("denial log %+v", page.Denials)
+				}
+			})
+		}
 	}
 }
 

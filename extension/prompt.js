@@ -1,4 +1,5 @@
-// Shows one prompt, for one operation or for a workflow layer's tasks, and
+// Shows one prompt, for one operation, a workflow layer's tasks or a
+// workflow's whole plan, and
 // sends the answer to the service worker. Closing the window without
 // answering denies.
 //
@@ -91,20 +92,32 @@ function rememberAs(d) {
 let answers = ['allow-once', 'always-allow', 'deny', 'always-block'];
 if (Array.isArray(details.tasks)) {
   // A layer: one answer for all its listed tasks, and no "always": a
-  // workflow's approval holds for this run of this layer only.
+  // workflow's approval holds for this run of this layer only. A plan:
+  // every task of every layer that needs a person, before anything runs;
+  // "always" covers this exact plan and no other.
   $('single').hidden = true;
   $('layer').hidden = false;
   agentText($('workflow'), details.workflow || '?');
-  $('layer-no').textContent = String(details.layer || '?');
+  if (details.plan) {
+    $('layer-head').hidden = true;
+    $('plan-head').hidden = false;
+    $('plan-note').hidden = false;
+    $('plan-layers').textContent = String(details.plan.layers || '?');
+    agentText($('plan-hash'), String(details.plan.hash || '').slice(0, 16));
+  } else {
+    $('layer-no').textContent = String(details.layer || '?');
+  }
   $('tasks').tBodies[0].replaceChildren(...details.tasks.map((t) => {
     const tr = document.createElement('tr');
+    tr.insertCell().textContent = String(t.layer || details.layer || '?');
     for (const v of [t.task, t.agentId, t.operation, t.class, describe(t.target), t.permissionSet || '(none named)']) {
       agentText(tr.insertCell(), v || '');
     }
     return tr;
   }));
-  answers = ['allow-once', 'deny'];
-  $('always-allow').hidden = true;
+  answers = details.plan ? ['allow-once', 'always-allow', 'deny'] : ['allow-once', 'deny'];
+  $('always-allow').hidden = !details.plan;
+  if (details.plan) $('always-allow').textContent = 'Always allow this plan';
   $('always-block').hidden = true;
 } else {
   agentText($('agent'), details.agentId || '?');

@@ -15,6 +15,7 @@ import { native } from './native.js';
 
 const ANSWERS = new Set(['allow-once', 'always-allow', 'deny', 'always-block']);
 const LAYER_ANSWERS = new Set(['allow-once', 'deny']);
+const PLAN_ANSWERS = new Set(['allow-once', 'always-allow', 'deny']);
 
 // How long past the host's own timeout a prompt waits for its
 // prompt-cancel before denying by itself (a host that went quiet).
@@ -42,14 +43,20 @@ export async function prompt(m) {
 
 // A workflow layer's prompt: one window listing every task of the layer
 // that needs a person (agent, operation, exact target). It offers allow
-// once or deny for the whole layer; no "always".
+// once or deny for the whole layer; no "always". A plan's prompt (layer 0,
+// with "plan") lists those tasks of every layer before anything runs, and
+// also offers "always" for that exact plan: the host keys it by the plan's
+// hash, so any change to one of its side effects asks again.
 export async function promptLayer(m) {
   const tasks = (Array.isArray(m.tasks) ? m.tasks : []).map((t) => ({
-    task: String(t.task || ''), agentId: String(t.agentId || ''), operation: String(t.operation || ''),
+    task: String(t.task || ''), layer: Number(t.layer) || 0, agentId: String(t.agentId || ''), operation: String(t.operation || ''),
     class: String(t.class || ''), target: t.target || {}, permissionSet: String(t.permissionSet || ''), reason: String(t.reason || ''),
   }));
   const details = { layer: Number(m.layer) || 0, workflow: String(m.workflow || ''), tasks };
-  return ask(m.id, `workflow:${details.workflow}`, details, m.timeoutMs, LAYER_ANSWERS);
+  if (m.plan && typeof m.plan === 'object') {
+    details.plan = { hash: String(m.plan.hash || ''), layers: Number(m.plan.layers) || 0 };
+  }
+  return ask(m.id, `workflow:${details.workflow}`, details, m.timeoutMs, details.plan ? PLAN_ANSWERS : LAYER_ANSWERS);
 }
 
 function ask(hostId, key, details, timeoutMs, allowed) {

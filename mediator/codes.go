@@ -88,8 +88,12 @@ const (
 	CodeUnknownOperation Code = "unknown_operation" // agent-call names no restricted_api function
 
 	// Workflows.
-	CodeInvalidWorkflow  Code = "invalid_workflow"  // the graph is malformed: a cycle, an unknown dependency, a repeated id, a bad expression
-	CodeNotPure          Code = "not_pure"          // a task declared pure imports or does something with a side effect
+	CodeInvalidWorkflow Code = "invalid_workflow" // the graph is malformed: a cycle, an unknown dependency, a repeated id, a bad expression
+	CodeNotPure         Code = "not_pure"         // a task declared pure imports or does something with a side effect
+	// CodeUnsafeOperation: a workflow step names an operation that can
+	// never be pure (code evaluation, timers, network, storage, output,
+	// async), refused before anything runs, whatever the settings.
+	CodeUnsafeOperation  Code = "unsafe_operation"
 	CodeDependencyFailed Code = "dependency_failed" // a task did not run because one it depends on failed
 
 	// Workspaces and the shell.

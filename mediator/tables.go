@@ -26,7 +26,3 @@ func ShellCommandFor(name string) (ShellCommand, bool) {
 
 // ShellCommandNames returns the shell's commands, sorted.
 func ShellCommandNames() []string { return slices.Sorted(maps.Keys(shellCommands)) }
-
-// PureOperations returns the names of the workflow's pure operations (a
-// copy).
-func PureOperations() []string { return slices.Clone(pureOperations) }

@@ -4,29 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
 
-// Pure operations: the steps of a workflow that compute on earlier
-// results and touch nothing. Each names what it does, so the audit trail
-// reads like the workflow ("code:filter", "code:map", ...); all of them
-// are decided the same way: allowed, never asked, by "class:pure".
-var pureOperations = []string{
-	"code:filter", "code:map", "code:reduce", "code:find", "code:some", "code:every",
-	"code:sort", "code:slice", "code:join", "code:split", "code:replace", "code:trim",
-	"code:case", "code:substring", "code:pad", "code:keys", "code:values", "code:entries",
-	"code:arithmetic", "code:compare", "code:logic", "code:math", "code:access",
-	"code:json", "code:convert", "code:expr",
-}
-
 // OpAgentRun names the decision to start an agent run inside a workflow;
 // its own calls are then decided one by one as in any run.
 const OpAgentRun = "agent.run"
-
-// IsPureOperation reports whether name is one of pureOperations.
-func IsPureOperation(name string) bool { return slices.Contains(pureOperations, name) }
 
 // LayerTask is one task of a workflow layer as the policy sees it.
 type LayerTask struct {
@@ -36,6 +20,15 @@ type LayerTask struct {
 	// that imports nothing with a side effect); it is allowed without
 	// asking and recorded as such.
 	Pure bool
+	// Ask: the workflow's approval mode for this task's tool asks a
+	// person even when the policy would allow without asking. It only
+	// adds a question; it never turns a refusal into an allow.
+	Ask bool
+	// Approved, when set, is the plan approval (its decidedBy) that
+	// covers this exact task: a decision that would ask a person is
+	// allowed by it instead. The workflow sets it only when the task's
+	// operation at run time is the one the person saw in the plan.
+	Approved string
 }
 
 // LayerPrompt is the one question asked before a layer runs: only the
@@ -81,14 +74,10 @@ func (p *Policy) AuthorizeLayer(ctx context.Context, workflow string, layer int,
 		}
 		tasks[i] = t
 		out[i].Task = t.Task
-		switch {
-		case t.Pure:
-			out[i].Decision = PolicyDecision{Allowed: true, Level: AlwaysSafe, Code: CodeAllowed, DecidedBy: "class:pure",
-				Reason: "pure: it computes on earlier results and touches nothing"}
-		case t.Op.Name == OpAgentRun:
-			out[i].Decision = p.decideRun(ctx, t.Op)
-		default:
-			out[i].Decision = p.Decide(ctx, t.Op)
+		out[i].Decision = p.decideTask(ctx, t)
+		if d := &out[i].Decision; d.RequiresPrompt && t.Approved != "" {
+			d.RequiresPrompt, d.Allowed, d.Code, d.DecidedBy = false, true, CodeAllowed, t.Approved
+			d.Reason = "you allowed it in the workflow's plan"
 		}
 		if out[i].Decision.RequiresPrompt {
 			ask = append(ask, i)
@@ -136,6 +125,28 @@ func appendAll(ctx context.Context, r PolicyRecords, entries []AuditEntry) ([]Au
 		out[i] = rec
 	}
 	return out, nil
+}
+
+// decideTask is one task's decision without prompting or writing: pure
+// tasks by class, runs by decideRun, calls by Decide; a task whose tool's
+// approval mode asks a person has an allowed decision turned into a
+// question (never a refusal into an allow).
+func (p *Policy) decideTask(ctx context.Context, t LayerTask) PolicyDecision {
+	var d PolicyDecision
+	switch {
+	case t.Pure:
+		return PolicyDecision{Allowed: true, Level: AlwaysSafe, Code: CodeAllowed, DecidedBy: "class:pure",
+			Reason: "pure: it computes on earlier results and touches nothing"}
+	case t.Op.Name == OpAgentRun:
+		d = p.decideRun(ctx, t.Op)
+	default:
+		d = p.Decide(ctx, t.Op)
+	}
+	if t.Ask && d.Allowed {
+		d = PolicyDecision{RequiresPrompt: true, Level: d.Level, Code: CodeConfirmRequired, DecidedBy: "approval:ask",
+			Reason: "the workflow settings ask a person before every " + t.Op.Name, PermissionSet: d.PermissionSet}
+	}
+	return d
 }
 
 // decideRun decides starting an agent's run: the agent must be installed;

@@ -8,30 +8,6 @@ import (
 	"github.com/agentgate/nmhost/mediator"
 )
 
-// Settings are the data dir's workflow settings (config.json, "workflow").
-// The zero value is the strictest reading; DefaultSettings is what a data
-// dir without them gets.
-type Settings struct {
-	// AutoclassifyPureOperations: a run task whose module imports nothing
-	// with a side effect is pure (allowed without asking) even when the
-	// task does not say so. Off, only tasks marked pure, and code steps,
-	// are.
-	AutoclassifyPureOperations bool `json:"autoclassifyPureOperations"`
-	// ValidatePureCode: every code step's operation name and expression
-	// are checked before the workflow starts (invalid_workflow). Off, a
-	// bad expression fails its task when its layer runs.
-	ValidatePureCode bool `json:"validatePureCode"`
-	// StrictMode: a run task marked pure whose module imports a function
-	// with a side effect refuses the whole workflow before anything runs
-	// (not_pure). Off, the task is decided as a side-effecting one.
-	StrictMode bool `json:"strictMode"`
-}
-
-// DefaultSettings has all three on.
-func DefaultSettings() Settings {
-	return Settings{AutoclassifyPureOperations: true, ValidatePureCode: true, StrictMode: true}
-}
-
 // Agents runs agents for run tasks.
 type Agents interface {
 	// Pure reports whether the agent's module imports nothing with a side
@@ -54,9 +30,12 @@ type Caller interface {
 type Env struct {
 	Policy   *mediator.Policy
 	Prompter mediator.LayerPrompter // nil: tasks that need a person are denied
-	Agents   Agents
-	Calls    Caller
-	Settings Settings
+	// PlanPrompter asks about a whole plan; nil uses Prompter, asked about
+	// the plan as one layer (layer 0).
+	PlanPrompter mediator.PlanPrompter
+	Agents       Agents
+	Calls        Caller
+	Settings     Settings
 	// Events receives a task-result for each task, as it ends; it is
 	// called from the workflow's goroutines, one at a time.
 	Events func(TaskResult)
@@ -72,15 +51,22 @@ type TaskResult struct {
 	Value  any           `json:"value,omitempty"`
 	// AuditSeq is the task's decision record.
 	AuditSeq int64 `json:"auditSeq,omitempty"`
+	// SafeToFail: this task's failure does not fail the workflow.
+	SafeToFail bool `json:"safeToFail,omitempty"`
 }
 
 // Summary is how a workflow ended.
 type Summary struct {
-	Workflow string       `json:"workflow"`
-	Layers   int          `json:"layers"`
-	Prompts  int          `json:"prompts"` // layer prompts shown
-	Tasks    []TaskResult `json:"tasks"`   // in the spec's order
-	Status   string       `json:"status"`  // "ok" when every task succeeded
+	Workflow string `json:"workflow"`
+	Layers   int    `json:"layers"` // logical layers: the graph's
+	// PhysicalLayers is how many layers ran once adjacent layers of pure
+	// steps were fused; Fused says which.
+	PhysicalLayers int          `json:"physicalLayers"`
+	Fused          []Fused      `json:"fused,omitempty"`
+	Prompts        int          `json:"prompts"` // plan and layer prompts shown
+	Plan           PlanReport   `json:"plan"`
+	Tasks          []TaskResult `json:"tasks"`  // in the spec's order
+	Status         string       `json:"status"` // "ok" when every task succeeded or was safe to fail
 }
 
 // maxParallel bounds the tasks of one layer that run at once.
@@ -93,6 +79,7 @@ type plan struct {
 	pure   []bool // decided without asking
 	code   []program
 	input  []program // run tasks' inputExpr
+	url    []program // call tasks' urlExpr
 	deps   [][]int
 }
 
@@ -104,7 +91,7 @@ func prepare(ctx context.Context, s Spec, env Env) (*plan, error) {
 	}
 	layers, _ := s.layers()
 	p := &plan{spec: s, layers: layers, pure: make([]bool, len(s.Tasks)), code: make([]program, len(s.Tasks)),
-		input: make([]program, len(s.Tasks)), deps: make([][]int, len(s.Tasks))}
+		input: make([]program, len(s.Tasks)), url: make([]program, len(s.Tasks)), deps: make([][]int, len(s.Tasks))}
 	index := map[string]int{}
 	for i, t := range s.Tasks {
 		index[t.ID] = i
@@ -144,6 +131,12 @@ func prepare(ctx context.Context, s Spec, env Env) (*plan, error) {
 				return nil, fmt.Errorf("task %q: %w", t.ID, err)
 			}
 			p.code[i] = pr
+		case t.Call != nil && t.Call.URLExpr != "":
+			pr, err := comp(t.Call.URLExpr)
+			if err != nil {
+				return nil, fmt.Errorf("task %q urlExpr: %w", t.ID, err)
+			}
+			p.url[i] = pr
 		case t.Run != nil:
 			if t.Run.InputExpr != "" {
 				pr, err := comp(t.Run.InputExpr)
@@ -156,6 +149,11 @@ func prepare(ctx context.Context, s Spec, env Env) (*plan, error) {
 				continue
 			}
 			pure, why, err := env.Agents.Pure(ctx, t.Run.AgentID)
+			if err != nil && mediator.IsRefusal(mediator.CodeOf(err)) {
+				// An agent that is not installed is the plan's refusal
+				// (decideRun), named and recorded with the others.
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("task %q: %w", t.ID, err)
 			}
@@ -168,29 +166,42 @@ func prepare(ctx context.Context, s Spec, env Env) (*plan, error) {
 	return p, nil
 }
 
-// Run checks the workflow, then runs it layer by layer: before a layer
-// runs, the policy decides every task in it (one prompt for those that
-// need a person); then its allowed tasks run, at most maxParallel at once.
-// A task that fails or is denied stops the tasks that depend on it
-// (dependency_failed); the rest go on. An error means nothing ran (the
-// workflow was refused) or a decision could not be recorded.
+// Run checks the workflow, decides its whole plan, then runs it layer by
+// layer. Before anything runs, every task is decided as far as it can be
+// without running it (decidePlan): a task the policy would refuse refuses
+// the workflow, and the plan's questions are asked (ApprovePlan: once for
+// the plan; ApproveLayer: before each layer). Before a layer runs, the
+// policy decides every task in it again (the facts may have changed since
+// the plan; a change can only refuse) and records each decision; then its
+// allowed tasks run, at most maxParallel at once. A task that fails or is
+// denied stops the tasks that depend on it (dependency_failed); the rest
+// go on. An error means nothing ran (the workflow was refused) or a
+// decision could not be recorded.
 func Run(ctx context.Context, s Spec, env Env) (Summary, error) {
 	p, err := prepare(ctx, s, env)
 	if err != nil {
 		return Summary{}, err
 	}
 	r := &runner{plan: p, env: env, results: make([]TaskResult, len(s.Tasks)), values: make([]any, len(s.Tasks)),
-		failed: make([]bool, len(s.Tasks))}
+		failed: make([]bool, len(s.Tasks)), calls: make([]*CallTask, len(s.Tasks))}
 	sum := Summary{Workflow: s.ID, Layers: len(p.layers), Status: "ok"}
+	approved, report, prompted, err := r.decidePlan(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	r.approved = approved
+	sum.Plan = report
+	if prompted {
+		sum.Prompts++
+	}
 	for n := 0; n < len(p.layers); {
 		// Adjacent layers of pure steps only are fused into one step: one
 		// decision call, one transaction for their records, evaluated in
 		// line in layer order.
-		end := n + 1
-		for end < len(p.layers) && p.stepsOnly(n) && p.stepsOnly(end) {
-			end++
-		}
+		end := p.fusedEnd(n)
+		sum.PhysicalLayers++
 		if end-n > 1 {
+			sum.Fused = append(sum.Fused, p.fusion(sum.PhysicalLayers, n, end))
 			if err := r.fused(ctx, n, end); err != nil {
 				return Summary{}, err
 			}
@@ -207,12 +218,25 @@ func Run(ctx context.Context, s Spec, env Env) (Summary, error) {
 		n++
 	}
 	sum.Tasks = r.results
-	for _, t := range r.results {
-		if t.Status != "ok" {
+	for i, t := range r.results {
+		if t.Status != "ok" && t.Status != string(mediator.CodeDependencyFailed) && !r.safeToFail(i) {
 			sum.Status = "failed"
 		}
+		// A skipped task whose failed dependency was not safe to fail
+		// already failed the workflow through that dependency.
 	}
 	return sum, nil
+}
+
+// safeToFail reports whether task i's failure leaves the workflow
+// succeeding: a pure task unless it says otherwise; never a call or a
+// side-effecting run.
+func (p *plan) safeToFail(i int) bool {
+	t := p.spec.Tasks[i]
+	if !p.pure[i] {
+		return false
+	}
+	return t.SafeToFail == nil || *t.SafeToFail
 }
 
 type runner struct {
@@ -222,10 +246,14 @@ type runner struct {
 	results []TaskResult
 	values  []any
 	failed  []bool
+	// calls are call tasks whose URL was computed (urlExpr), by index.
+	calls []*CallTask
+	// approved holds the operations the plan's approval covers, by task.
+	approved map[int]approval
 }
 
 func (r *runner) finish(i, layer int, v any, seq int64, err error) {
-	res := TaskResult{Task: r.spec.Tasks[i].ID, Layer: layer, Status: "ok", Value: v, AuditSeq: seq}
+	res := TaskResult{Task: r.spec.Tasks[i].ID, Layer: layer, Status: "ok", Value: v, AuditSeq: seq, SafeToFail: r.safeToFail(i)}
 	if err != nil {
 		res.Code = mediator.CodeOf(err)
 		res.Status, res.Error, res.Value = string(res.Code), mediator.Truncate(mediator.MessageOf(err), mediator.MaxDenialReasonBytes), nil
@@ -317,17 +345,53 @@ func (r *runner) failedDep(i int) string {
 	return ""
 }
 
-// layerTask is task i as the policy decides it.
+// layerTask is task i as the policy decides it when its layer is reached:
+// a call whose URL is computed gets it now, from its dependencies' values.
 func (r *runner) layerTask(ctx context.Context, i int) (mediator.LayerTask, error) {
 	t := r.spec.Tasks[i]
+	var lt mediator.LayerTask
 	switch {
 	case t.Code != nil:
 		return mediator.LayerTask{Task: t.ID, Op: mediator.Operation{Name: t.Code.Op}, Pure: true}, nil
 	case t.Run != nil:
-		return mediator.LayerTask{Task: t.ID, Op: mediator.Operation{Name: mediator.OpAgentRun, AgentID: t.Run.AgentID}, Pure: r.pure[i]}, nil
+		lt = mediator.LayerTask{Task: t.ID, Op: mediator.Operation{Name: mediator.OpAgentRun, AgentID: t.Run.AgentID}, Pure: r.pure[i]}
+	default:
+		call := *t.Call
+		if r.url[i].prg != nil {
+			v, err := r.url[i].eval(ctx, r.depValues(i))
+			if err != nil {
+				return lt, err
+			}
+			u, ok := v.(string)
+			if !ok {
+				return lt, mediator.Errorf(mediator.CodeTrap, "urlExpr gave a %T, not a string", v)
+			}
+			call.URL, call.URLExpr = u, ""
+			r.mu.Lock()
+			r.calls[i] = &call
+			r.mu.Unlock()
+		}
+		op, err := r.env.Calls.Prepare(ctx, call)
+		if err != nil {
+			return lt, err
+		}
+		lt = mediator.LayerTask{Task: t.ID, Op: op}
 	}
-	op, err := r.env.Calls.Prepare(ctx, *t.Call)
-	return mediator.LayerTask{Task: t.ID, Op: op}, err
+	lt.Ask = !lt.Pure && r.env.Settings.asks(lt.Op.Name)
+	if a, ok := r.approved[i]; ok && a.covers(lt.Op) {
+		lt.Approved = a.by
+	}
+	return lt, nil
+}
+
+// call is task i's call as it runs: with its computed URL, if any.
+func (r *runner) call(i int) CallTask {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.calls[i]; c != nil {
+		return *c
+	}
+	return *r.spec.Tasks[i].Call
 }
 
 // deps returns the results task i may see, by id.
@@ -381,43 +445,5 @@ func (r *runner) execute(ctx context.Context, i int, op mediator.Operation, seq 
 		return res, err
 	}
 	auth := &mediator.Preapproved{Op: op, Seq: seq, Next: r.env.Policy, Records: r.env.Policy.Records()}
-	return r.env.Calls.Do(ctx, *t.Call, auth)
-}
-
-// stepsOnly reports whether layer n holds pure steps only.
-func (p *plan) stepsOnly(n int) bool {
-	for _, i := range p.layers[n] {
-		if p.spec.Tasks[i].Code == nil {
-			return false
-		}
-	}
-	return true
-}
-
-// fused decides layers [from, to), all pure steps, in one call and then
-// evaluates them in layer order. The decisions are the same a layer at a
-// time would get (class:pure), each recorded with its own layer.
-func (r *runner) fused(ctx context.Context, from, to int) error {
-	var tasks []mediator.LayerTask
-	var idx, layerOf []int
-	for n := from; n < to; n++ {
-		for _, i := range r.layers[n] {
-			t := r.spec.Tasks[i]
-			tasks = append(tasks, mediator.LayerTask{Task: t.ID, Op: mediator.Operation{Name: t.Code.Op, Layer: n + 1}, Pure: true})
-			idx, layerOf = append(idx, i), append(layerOf, n+1)
-		}
-	}
-	decisions, err := r.env.Policy.AuthorizeLayer(ctx, r.spec.ID, from+1, tasks, nil)
-	if err != nil {
-		return err
-	}
-	for k, i := range idx {
-		if d := r.failedDep(i); d != "" {
-			r.finish(i, layerOf[k], nil, decisions[k].Seq, mediator.Errorf(mediator.CodeDependencyFailed, "task %q did not succeed", d))
-			continue
-		}
-		v, err := r.evalCode(ctx, i)
-		r.finish(i, layerOf[k], v, decisions[k].Seq, err)
-	}
-	return nil
+	return r.env.Calls.Do(ctx, r.call(i), auth)
 }

@@ -30,6 +30,12 @@ type Task struct {
 	Run       *RunTask  `json:"run,omitempty"`
 	Call      *CallTask `json:"call,omitempty"`
 	Code      *CodeStep `json:"code,omitempty"`
+	// SafeToFail says whether the task's failure leaves the workflow
+	// succeeding (its dependants still skip). Unset, a pure task (a code
+	// step, a run decided pure) is safe to fail and any other is not; a
+	// call can never be marked so: a side effect that failed halfway is
+	// not something to shrug off.
+	SafeToFail *bool `json:"safeToFail,omitempty"`
 }
 
 // RunTask is an agent run. Input is literal text; InputExpr, a CEL expression
@@ -46,15 +52,19 @@ type RunTask struct {
 // CallTask is one restricted API operation on behalf of an agent, with its
 // exact target: what a layer's prompt shows.
 type CallTask struct {
-	AgentID   string            `json:"agentId"`
-	Operation string            `json:"operation"` // network.fetch, notifications.showNotification, ...
-	Method    string            `json:"method,omitempty"`
-	URL       string            `json:"url,omitempty"`
-	Headers   map[string]string `json:"headers,omitempty"`
-	Body      string            `json:"body,omitempty"`
-	Selector  string            `json:"selector,omitempty"`
-	Text      string            `json:"text,omitempty"`
-	Title     string            `json:"title,omitempty"`
+	AgentID   string `json:"agentId"`
+	Operation string `json:"operation"` // network.fetch, notifications.showNotification, ...
+	Method    string `json:"method,omitempty"`
+	URL       string `json:"url,omitempty"`
+	// URLExpr, a CEL expression over earlier results, computes the URL
+	// instead: the task cannot be decided before its layer, and the plan
+	// lists it as decided when known.
+	URLExpr  string            `json:"urlExpr,omitempty"`
+	Headers  map[string]string `json:"headers,omitempty"`
+	Body     string            `json:"body,omitempty"`
+	Selector string            `json:"selector,omitempty"`
+	Text     string            `json:"text,omitempty"`
+	Title    string            `json:"title,omitempty"`
 }
 
 // CodeStep is a pure step: a CEL expression over earlier results, named by
@@ -123,8 +133,21 @@ func (s Spec) Check() error {
 		if n != 1 {
 			return bad("task %q must have exactly one of run, call and code", t.ID)
 		}
-		if t.Code != nil && len(t.Code.Expr) > maxExprBytes || t.Run != nil && len(t.Run.InputExpr) > maxExprBytes {
+		if t.Code != nil && len(t.Code.Expr) > maxExprBytes || t.Run != nil && len(t.Run.InputExpr) > maxExprBytes ||
+			t.Call != nil && len(t.Call.URLExpr) > maxExprBytes {
 			return bad("task %q: an expression is longer than %d bytes", t.ID, maxExprBytes)
+		}
+		if t.Call != nil && t.Call.URL != "" && t.Call.URLExpr != "" {
+			return bad("task %q has both url and urlExpr", t.ID)
+		}
+		if t.Call != nil && t.SafeToFail != nil && *t.SafeToFail {
+			return bad("task %q: a call has a side effect and cannot be safeToFail", t.ID)
+		}
+		if t.Code != nil && mediator.IsUnsafeOperation(t.Code.Op) {
+			// Whatever the settings: a step that names eval or fetch is
+			// not a typo to run later but a graph to refuse.
+			return mediator.Errorf(mediator.CodeUnsafeOperation, "task %q names %q, which can never be a pure step (it evaluates code, waits, reaches the network or writes somewhere)",
+				t.ID, mediator.Truncate(t.Code.Op, 32))
 		}
 	}
 	for _, t := range s.Tasks {

@@ -39,6 +39,11 @@ type fakeCalls struct {
 }
 
 func (c *fakeCalls) Prepare(_ context.Context, t CallTask) (mediator.Operation, error) {
+	// The ACL: only api.example.com is listed (as the host's netproxy
+	// would refuse any other, before the policy).
+	if !strings.HasPrefix(t.URL, "https://api.example.com/") {
+		return mediator.Operation{}, mediator.Errorf(mediator.CodeHostNotAllowed, "%s is not in allowedHosts", t.URL)
+	}
 	return mediator.Operation{AgentID: t.AgentID, Permission: mediator.PermNetworkFetch, Name: t.Operation,
 		Method: t.Method, URL: t.URL, Host: "api.example.com", TextLength: len(t.Body)}, nil
 }
@@ -53,16 +58,26 @@ func (c *fakeCalls) Do(ctx context.Context, t CallTask, auth mediator.Authorizer
 	c.mu.Lock()
 	c.done = append(c.done, t.Method+" "+t.URL)
 	c.mu.Unlock()
+	if strings.HasSuffix(t.URL, "/users") {
+		return map[string]any{"status": 200, "body": usersJSON}, nil
+	}
 	return map[string]any{"status": 200}, nil
 }
+
+// usersJSON is what the fake server answers for /users.
+const usersJSON = `[{"name": "ada", "age": 30, "active": true}, {"name": "bo", "age": 41, "active": true}, {"name": "cy", "age": 70, "active": false}]`
 
 // layerPrompter records each layer prompt and answers with answer.
 type layerPrompter struct {
 	answer mediator.Answer
 	asked  []mediator.LayerPrompt
+	onAsk  func() // called as the prompt is shown
 }
 
 func (p *layerPrompter) PromptLayer(_ context.Context, lp mediator.LayerPrompt) (mediator.Answer, error) {
+	if p.onAsk != nil {
+		p.onAsk()
+	}
 	p.asked = append(p.asked, lp)
 	return p.answer, nil
 }
@@ -175,9 +190,10 @@ func TestAllPureWorkflowAsksNothing(t *testing.T) {
 	}
 }
 
-// TestMixedWorkflowAsksOncePerLayer: the side-effecting layer gets one
-// prompt naming only its tasks that need a person (the POSTs, not the
-// GET, not the pure step), with their exact targets.
+// TestMixedWorkflowAsksOncePerLayer: approved layer by layer, the
+// side-effecting layer gets one prompt naming only its tasks that need a
+// person (the POSTs, not the GET, not the pure step), with their exact
+// targets.
 func TestMixedWorkflowAsksOncePerLayer(t *testing.T) {
 	f := newFixture(t)
 	lp := &layerPrompter{answer: mediator.AnswerAllowOnce}
@@ -189,7 +205,9 @@ func TestMixedWorkflowAsksOncePerLayer(t *testing.T) {
 		{"id":"count","dependsOn":["prep"],"code":{"op":"code:arithmetic","expr":"size(r.prep) * 2"}},
 		{"id":"after","dependsOn":["post1","post2","get","count"],"code":{"op":"code:logic","expr":"r.post1.status == 200 && r.count == 4"}}
 	]}`)
-	sum, err := Run(context.Background(), s, f.env(lp))
+	env := f.env(lp)
+	env.Settings.Approval = ApproveLayer
+	sum, err := Run(context.Background(), s, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +232,8 @@ func TestMixedWorkflowAsksOncePerLayer(t *testing.T) {
 	}
 }
 
-// TestDeniedLayerStopsOnlyItsDependants: the person denies the layer;
+// TestDeniedLayerStopsOnlyItsDependants: approved layer by layer, the
+// person denies the layer;
 // its tasks are user_denied and recorded so, their dependants do not run
 // (dependency_failed), and nothing was sent.
 func TestDeniedLayerStopsOnlyItsDependants(t *testing.T) {
@@ -225,7 +244,9 @@ func TestDeniedLayerStopsOnlyItsDependants(t *testing.T) {
 		{"id":"uses","dependsOn":["post"],"code":{"op":"code:access","expr":"r.post.status"}},
 		{"id":"other","code":{"op":"code:expr","expr":"1 + 1"}}
 	]}`)
-	sum, err := Run(context.Background(), s, f.env(lp))
+	env := f.env(lp)
+	env.Settings.Approval = ApproveLayer
+	sum, err := Run(context.Background(), s, env)
 	if err != nil {
 		t.Fatal(err)
 	}

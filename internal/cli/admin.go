@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/adminpolicy"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -23,7 +23,7 @@ func adminPolicyPath() string {
 			return p
 		}
 	}
-	return datadir.AdminPolicyPath()
+	return adminpolicy.Path()
 }
 
 // testAdminPolicyAllowed is true only in this package's tests and in a
@@ -42,7 +42,7 @@ func runPolicyList(ctx context.Context, env Env) error {
 	if _, err := parse(specFor("policy list"), fs, env); err != nil {
 		return err
 	}
-	admin, err := datadir.LoadAdminPolicy(adminPolicyPath())
+	admin, err := adminpolicy.Load(adminPolicyPath())
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ var knownCodes = []mediator.Code{
 	mediator.CodeInvalidModule, mediator.CodeModuleLimits, mediator.CodeImportNotGranted, mediator.CodeTrap, mediator.CodeMemoryLimit,
 	mediator.CodeCallLimit, mediator.CodeExitNonZero, mediator.CodeMemoryBusy, mediator.CodeCompileTimeout,
 	mediator.CodeWrongRuntime, mediator.CodeUnknownRun, mediator.CodeUnknownOperation,
-	mediator.CodeInvalidWorkflow, mediator.CodeNotPure, mediator.CodeDependencyFailed,
+	mediator.CodeInvalidWorkflow, mediator.CodeNotPure, mediator.CodeUnsafeOperation, mediator.CodeDependencyFailed,
 	mediator.CodePathNotAllowed, mediator.CodeQuotaExceeded, mediator.CodeNotFound, mediator.CodeShellNotAllowed,
 	mediator.CodeUnknownSession, mediator.CodeInvalidLevel, mediator.CodeSessionLevel, mediator.CodeUnauthorized, mediator.CodeAdminPolicy,
 	mediator.CodeAuditBadSignature, mediator.CodeAuditTruncated, mediator.CodeAuditInconsistent,

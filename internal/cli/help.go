@@ -82,7 +82,7 @@ var specs = []*spec{
 		},
 		minArgs: 1, maxArgs: 1},
 	{name: "workflow run", synopsis: "[--session ID] [--level L] [--yes-to-layers] [--json] FILE.json",
-		summary: "runs a workflow of installed agents layer by layer: each layer decided before it runs, one prompt for its tasks that need a person (denied when stdin is not a terminal); exits 1 when a task failed",
+		summary: "runs a workflow of installed agents: its whole plan decided before anything runs (a task the policy would refuse refuses the workflow), one prompt for the plan's tasks that need a person (refused when stdin is not a terminal), then layer by layer; exits 1 when a task that is not safe to fail failed",
 		args:    [][2]string{{"FILE.json", "the workflow: {\"id\", \"tasks\": [{\"id\", \"dependsOn\", \"run\"|\"call\"|\"code\"}]} (docs/permissions.md, \"Workflows\")"}},
 		examples: []string{
 			"nmhost workflow run digest.json",
@@ -181,7 +181,7 @@ var specs = []*spec{
 var groups = map[string]string{
 	"prefs":    "the remembered \"always\" answers",
 	"audit":    "the tamper-evident audit trail",
-	"workflow": "graphs of agent tasks, approved a layer at a time",
+	"workflow": "graphs of agent tasks, their whole plan decided before they run",
 	"session":  "sessions: a permission level and a workspace each",
 }
 

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentgate/nmhost/internal/adminpolicy"
 	"github.com/agentgate/nmhost/internal/flows"
 
 	"github.com/agentgate/nmhost/internal/datadir"
@@ -87,7 +88,7 @@ func runHost(ctx context.Context, env Env) int {
 	}
 	// The administrator's policy, when there is one, or no host: a
 	// policy that cannot be trusted is not ignored (fail closed).
-	admin, err := datadir.LoadAdminPolicy(adminPolicyPath())
+	admin, err := adminpolicy.Load(adminPolicyPath())
 	if err != nil {
 		log.Error("admin policy refused; the host does not run without it", "err", err)
 		return 1

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentgate/nmhost/internal/adminpolicy"
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/host"
 	"github.com/agentgate/nmhost/internal/pagefile"
@@ -215,7 +216,7 @@ func newMediation(st *store.Store, prompter mediator.Prompter) (*mediation, erro
 	if err != nil {
 		return nil, err
 	}
-	adminPolicy, err := datadir.LoadAdminPolicy(adminPolicyPath())
+	adminPolicy, err := adminpolicy.Load(adminPolicyPath())
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/agentgate/nmhost/internal/adminpolicy"
 	"github.com/agentgate/nmhost/internal/flows"
 
 	"github.com/agentgate/nmhost/internal/datadir"
@@ -87,7 +88,7 @@ func runServe(ctx context.Context, env Env) error {
 	}
 	// No prompter: the viewer has no one to ask, so operations that need a
 	// confirmation are denied with confirmation_required.
-	adminPolicy, err := datadir.LoadAdminPolicy(adminPolicyPath())
+	adminPolicy, err := adminpolicy.Load(adminPolicyPath())
 	if err != nil {
 		return err
 	}

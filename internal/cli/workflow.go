@@ -17,16 +17,18 @@ import (
 
 // runWorkflowCmd: nmhost workflow run [--session ID] [--level L]
 // [--yes-to-layers] [--json] FILE.json. The workflow runs in a session
-// like every run (store.RunSession: a fresh ephemeral one without --session). The agents must be installed; each layer is decided before
-// it runs, and a layer that needs a person is asked about once on the
-// terminal (denied when stdin is not one, unless --yes-to-layers).
+// like every run (store.RunSession: a fresh ephemeral one without
+// --session). The agents must be installed; the whole plan is decided
+// before anything runs, and its tasks that need a person are asked about
+// once on the terminal (or once per layer, with the "layer" approval
+// setting); refused when stdin is not one, unless --yes-to-layers.
 func runWorkflowCmd(ctx context.Context, env Env) error {
 	var level, session string
 	var yes, jsonOutput bool
 	fs := flag.NewFlagSet("workflow run", flag.ContinueOnError)
 	fs.StringVar(&level, "level", "", "the run's permission level `L`: low, medium (default) or high; never above its session's")
 	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session, removed when the run ends")
-	fs.BoolVar(&yes, "yes-to-layers", false, "answer every layer prompt with allow-once (for scripts; each task is still decided and recorded)")
+	fs.BoolVar(&yes, "yes-to-layers", false, "answer the plan's prompt and every layer prompt with allow-once (for scripts; each task is still decided and recorded)")
 	fs.BoolVar(&jsonOutput, "json", false, "print each task-result and the summary as JSON lines")
 	args, err := parse(specFor("workflow run"), fs, env)
 	if err != nil {
@@ -39,9 +41,9 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	spec, err := workflow.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("%s: %w", args[0], err)
+	spec, parseErr := workflow.Parse(raw)
+	if parseErr != nil && !mediator.IsRefusal(mediator.CodeOf(parseErr)) {
+		return fmt.Errorf("%s: %w", args[0], parseErr)
 	}
 	if spec.ID == "" {
 		spec.ID = strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))
@@ -63,6 +65,13 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 		return err
 	}
 	policy, logDenial, fetch, cfg := m.policy, m.logDenial, m.fetch, m.cfg
+	if parseErr != nil {
+		// A refused graph (invalid, unsafe) is a refusal like any other:
+		// in the denial log, once.
+		logDenial(ctx, mediator.Denial{Code: mediator.CodeOf(parseErr), Context: mediator.DenialContext{Reason: mediator.MessageOf(parseErr),
+			Details: map[string]string{"operation": "workflow run", "decidedBy": "request:workflow"}}})
+		return fmt.Errorf("%s: %w", args[0], parseErr)
+	}
 	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(st.Dir(), "wasm-cache")})
 	if err != nil {
 		return err
@@ -97,12 +106,41 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 	if jsonOutput {
 		enc.Encode(map[string]any{"event": "summary", "data": sum, "sessionId": session})
 	} else {
-		fmt.Fprintf(env.Stderr, "nmhost: workflow %s: %s, %s, %s (session %s)\n", sum.Workflow, sum.Status, plural(sum.Layers, "layer"), plural(sum.Prompts, "layer prompt"), session)
+		fmt.Fprintf(env.Stderr, "nmhost: workflow %s: %s, %s, %s (session %s)\n", sum.Workflow, sum.Status, plural(sum.Layers, "layer"), plural(sum.Prompts, "prompt"), session)
 	}
 	if sum.Status != "ok" {
 		return errRunFailed
 	}
 	return nil
+}
+
+// PromptPlan asks about the whole plan on the terminal, before anything
+// runs: every task that needs a person, by layer. --yes-to-layers answers
+// allow-once; "always" is the extension's to offer, not a script's.
+func (l *layerCLIPrompter) PromptPlan(ctx context.Context, pp mediator.PlanPrompt) (mediator.Answer, error) {
+	p := l.p
+	fmt.Fprintf(p.out, "\nWorkflow %q, plan of %d layer(s) (%.12s), needs your confirmation for %d task(s) before anything runs:\n",
+		pp.Workflow, pp.Layers, pp.Hash, len(pp.Tasks))
+	for _, t := range pp.Tasks {
+		op := t.Op
+		target := strings.TrimSpace(op.Method + " " + op.URL)
+		fmt.Fprintf(p.out, "  layer %d %s: agent %q, %s (%s) %s\n", op.Layer, mediator.EscapeTerminal(op.Task), op.AgentID, mediator.EscapeTerminal(op.Name), t.Class, mediator.EscapeTerminal(target))
+	}
+	if l.yes {
+		fmt.Fprintf(p.out, "allowed once by --yes-to-layers\n")
+		return mediator.AnswerAllowOnce, nil
+	}
+	if !p.interactive {
+		return "", mediator.Errorf(mediator.CodeConfirmRequired, "the plan needs confirmation and stdin is not a terminal (pre-answer with --yes-to-layers)")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.out, "Allow this plan once? [o]nce, [d]eny (default): ")
+	a, err := p.readAnswer(ctx)
+	if err != nil || a != mediator.AnswerAllowOnce {
+		return mediator.AnswerDeny, err
+	}
+	return a, nil
 }
 
 // layerCLIPrompter asks about a whole layer on the terminal.

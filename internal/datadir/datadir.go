@@ -87,6 +87,14 @@ type WorkflowSettings struct {
 	AutoclassifyPureOperations *bool `json:"autoclassifyPureOperations,omitempty"`
 	ValidatePureCode           *bool `json:"validatePureCode,omitempty"`
 	StrictMode                 *bool `json:"strictMode,omitempty"`
+	// Approval is "plan" (the default: one question for the whole plan
+	// before anything runs) or "layer" (one before each layer that needs
+	// one; the plan is still decided first).
+	Approval string `json:"approval,omitempty"`
+	// Tools sets an approval mode by operation: "auto" (the policy
+	// decides whether to ask) or "ask" (always ask a person). A mode only
+	// adds questions; it never allows what the policy refuses.
+	Tools map[string]string `json:"tools,omitempty"`
 }
 
 // ConfigFile is the configuration's file name inside the data dir.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"unicode/utf8"
 
 	"github.com/agentgate/nmhost/internal/datadir"
@@ -46,7 +47,11 @@ const MaxValueBytes = 1 << 20
 
 // Env is the workflow environment over h, with the data dir's settings.
 func (h *Host) Env(settings workflow.Settings, lp mediator.LayerPrompter, events func(workflow.TaskResult)) workflow.Env {
-	return workflow.Env{Policy: h.Policy, Prompter: lp, Agents: agents{h}, Calls: calls{h}, Settings: settings, Events: events}
+	env := workflow.Env{Policy: h.Policy, Prompter: lp, Agents: agents{h}, Calls: calls{h}, Settings: settings, Events: events}
+	if pp, ok := lp.(mediator.PlanPrompter); ok {
+		env.PlanPrompter = pp
+	}
+	return env
 }
 
 // Settings reads the workflow settings of a data dir's config; each one
@@ -62,6 +67,13 @@ func Settings(c datadir.Config) workflow.Settings {
 		}
 		if w.StrictMode != nil {
 			s.StrictMode = *w.StrictMode
+		}
+		if w.Approval == workflow.ApproveLayer {
+			s.Approval = workflow.ApproveLayer
+		}
+		if len(w.Tools) > 0 {
+			// A copy: the settings outlive the config they came from.
+			s.Tools = maps.Clone(w.Tools)
 		}
 	}
 	return s

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/adminpolicy"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -26,7 +26,7 @@ func handleManagedPolicy(_ context.Context, s *server, req *request) (any, error
 	managed := mediator.AdminPolicy{}
 	if len(p.Policy) > 0 && string(p.Policy) != "null" {
 		var err error
-		if managed, err = datadir.ParseAdminPolicy(p.Policy, "managed storage"); err != nil {
+		if managed, err = adminpolicy.Parse(p.Policy, "managed storage"); err != nil {
 			return nil, err
 		}
 	}

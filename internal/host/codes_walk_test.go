@@ -256,6 +256,10 @@ func refusalScenarios() []codeScenario {
 			w.h.call("run-workflow", map[string]any{"workflow": map[string]any{"tasks": []any{
 				map[string]any{"id": "p", "run": map[string]any{"agentId": "sider", "pure": true}}}}})
 		}},
+		{code: mediator.CodeUnsafeOperation, entry: "run-workflow", scenario: func(w *walk) {
+			w.h.call("run-workflow", map[string]any{"workflow": map[string]any{"tasks": []any{
+				map[string]any{"id": "sneaky", "code": map[string]any{"op": "code:eval", "expr": "1"}}}}})
+		}},
 		{code: mediator.CodePageChanged, entry: "log-denial (the extension refuses a page call for a document that is gone)", scenario: func(w *walk) {
 			w.h.mustOK("log-denial", map[string]any{"agentId": "reader", "permission": "page.read", "code": "page_changed",
 				"context": map[string]any{"reason": "the tab navigated away"}}, nil)

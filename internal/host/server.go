@@ -70,7 +70,7 @@ type Options struct {
 	Version string
 	// Workflow is the data dir's workflow settings; nil: all on.
 	Workflow *workflow.Settings
-	// Admin is the machine's admin policy (datadir.LoadAdminPolicy); the
+	// Admin is the machine's admin policy (adminpolicy.Load); the
 	// extension's managed storage adds its rules with managed-policy.
 	// The zero value sets none.
 	Admin mediator.AdminPolicy

@@ -3,8 +3,10 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentgate/nmhost/internal/flows"
 	"github.com/agentgate/nmhost/mediator"
@@ -30,11 +32,12 @@ type workflowResult struct {
 // id, so each one's audit records can be told apart.
 var workflowSeq atomic.Int64
 
-// handleRunWorkflow runs a workflow: the graph is checked before anything
-// runs, each layer is decided before it runs (one prompt-layer for the
-// tasks that need a person), each task's end is a task-result event, and
-// the reply is the summary and the session it ran in (a fresh one when
-// the request names none, as run-agent).
+// handleRunWorkflow runs a workflow: the graph is checked and its whole
+// plan decided before anything runs (one prompt-layer for the plan's
+// tasks that need a person, or one per layer in layer approval), each
+// task's end is a task-result event, and the reply is the summary and the
+// session it ran in (a fresh one when the request names none, as
+// run-agent).
 func handleRunWorkflow(ctx context.Context, s *server, req *request) (any, error) {
 	if s.opts.Runtime == nil {
 		return nil, mediator.Errorf(mediator.CodeInternal, "this host has no WebAssembly runtime")
@@ -82,12 +85,16 @@ func handleRunWorkflow(ctx context.Context, s *server, req *request) (any, error
 	return workflowResult{Summary: sum, SessionID: sessionID}, nil
 }
 
-// layerPrompter asks about a workflow layer through the extension's
-// prompt window: one question listing each task that needs a person.
+// layerPrompter asks about a workflow's plan, or one of its layers,
+// through the extension's prompt window: one question listing each task
+// that needs a person. A plan is asked as a prompt-layer whose layer is 0
+// and which carries "plan" (its hash and layer count), each task naming
+// its layer.
 type layerPrompter struct{ peer *peer }
 
 type layerTask struct {
 	Task          string                 `json:"task"`
+	Layer         int                    `json:"layer"`
 	AgentID       string                 `json:"agentId"`
 	Operation     string                 `json:"operation"`
 	Permission    mediator.Permission    `json:"permission,omitempty"`
@@ -97,25 +104,42 @@ type layerTask struct {
 	Reason        string                 `json:"reason"`
 }
 
-// PromptLayer implements mediator.LayerPrompter. Only allow-once allows;
-// the layer's prompt offers no "always".
-func (p layerPrompter) PromptLayer(ctx context.Context, lp mediator.LayerPrompt) (mediator.Answer, error) {
-	tasks := make([]layerTask, len(lp.Tasks))
-	for i, t := range lp.Tasks {
+func layerTasks(reqs []mediator.PromptRequest) []layerTask {
+	tasks := make([]layerTask, len(reqs))
+	for i, t := range reqs {
 		op := t.Op
-		tasks[i] = layerTask{Task: op.Task, AgentID: op.AgentID, Operation: op.Name, Permission: op.Permission, Class: t.Class,
-			Target:        targetOf(op),
-			PermissionSet: t.PermissionSet, Reason: t.Reason}
+		tasks[i] = layerTask{Task: op.Task, Layer: op.Layer, AgentID: op.AgentID, Operation: op.Name, Permission: op.Permission, Class: t.Class,
+			Target: targetOf(op), PermissionSet: t.PermissionSet, Reason: t.Reason}
 	}
-	r, err := p.peer.ask(ctx, "prompt-layer", lp.Timeout, map[string]any{
-		"workflow": lp.Workflow, "layer": lp.Layer, "tasks": tasks, "timeoutMs": lp.Timeout.Milliseconds(),
-	})
+	return tasks
+}
+
+// PromptLayer implements mediator.LayerPrompter. Only allow-once allows;
+// a layer's prompt offers no "always".
+func (p layerPrompter) PromptLayer(ctx context.Context, lp mediator.LayerPrompt) (mediator.Answer, error) {
+	return p.ask(ctx, lp.Timeout, map[string]any{
+		"workflow": lp.Workflow, "layer": lp.Layer, "tasks": layerTasks(lp.Tasks), "timeoutMs": lp.Timeout.Milliseconds(),
+	}, mediator.AnswerAllowOnce)
+}
+
+// PromptPlan implements mediator.PlanPrompter: allow-once, or
+// always-allow for this exact plan (its hash).
+func (p layerPrompter) PromptPlan(ctx context.Context, pp mediator.PlanPrompt) (mediator.Answer, error) {
+	return p.ask(ctx, pp.Timeout, map[string]any{
+		"workflow": pp.Workflow, "layer": 0, "plan": map[string]any{"hash": pp.Hash, "layers": pp.Layers},
+		"tasks": layerTasks(pp.Tasks), "timeoutMs": pp.Timeout.Milliseconds(),
+	}, mediator.AnswerAllowOnce, mediator.AnswerAlwaysAllow)
+}
+
+// ask sends one prompt-layer; an answer outside allowed denies.
+func (p layerPrompter) ask(ctx context.Context, timeout time.Duration, msg map[string]any, allowed ...mediator.Answer) (mediator.Answer, error) {
+	r, err := p.peer.ask(ctx, "prompt-layer", timeout, msg)
 	if err != nil {
 		return "", err
 	}
 	var res promptResult
-	if mediator.DecodeExact(r.Raw, &res) != nil || res.Answer != mediator.AnswerAllowOnce {
+	if mediator.DecodeExact(r.Raw, &res) != nil || !slices.Contains(allowed, res.Answer) {
 		return mediator.AnswerDeny, nil
 	}
-	return mediator.AnswerAllowOnce, nil
+	return res.Answer, nil
 }

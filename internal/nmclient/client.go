@@ -107,7 +107,7 @@ type Event struct {
 type HostHandler func(typ string, msg json.RawMessage) map[string]any
 
 // hostResultTypes maps a host-initiated request type to its result type.
-var hostResultTypes = map[string]string{"browser-call": "browser-result", "prompt": "prompt-result"}
+var hostResultTypes = map[string]string{"browser-call": "browser-result", "prompt": "prompt-result", "prompt-layer": "prompt-layer-result"}
 
 // hostNotices are host-initiated messages that take no answer: a
 // prompt-cancel withdraws a prompt sent before. The handler sees them; what

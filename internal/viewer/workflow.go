@@ -21,11 +21,19 @@ type workflowEvent struct {
 
 // runWorkflow runs msg's workflow in its session's context, at the
 // session's level (a message may lower it, never raise it). The viewer has
-// nobody to ask: a layer whose tasks need a person is denied with
-// confirmation_required, unless remembered answers or a high level decide
-// them; pure layers run.
+// nobody to ask: a plan with a task that needs a person is refused with
+// confirmation_required before anything runs, unless remembered answers
+// (a remembered plan among them) or a high level decide it.
 func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
-	fail := func(err error) { runFailed(c, msg, err) }
+	fail := func(err error) {
+		// A refusal its refuser did not record (a graph refused as
+		// invalid or unsafe) is recorded here, once, as the host does.
+		if code := mediator.CodeOf(err); mediator.IsRefusal(code) && !mediator.IsRecorded(err) {
+			s.gatewayDenials(msg.SessionID)(ctx, mediator.Denial{Code: code, Context: mediator.DenialContext{Reason: mediator.MessageOf(err),
+				Details: map[string]string{"operation": "run-workflow", "decidedBy": "request:run-workflow"}}})
+		}
+		runFailed(c, msg, err)
+	}
 	in, ok := s.openRun(ctx, c, &msg)
 	if !ok {
 		return

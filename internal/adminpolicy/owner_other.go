@@ -1,6 +1,6 @@
 //go:build !unix
 
-package datadir
+package adminpolicy
 
 // adminOnly: on Windows the policy lives under %ProgramData%, whose ACLs
 // an administrator sets; the host does not read ACLs (docs/fleet.md).

@@ -1,6 +1,6 @@
 //go:build unix
 
-package datadir
+package adminpolicy
 
 import (
 	"os"
@@ -51,9 +51,9 @@ func TestLoadAdminPolicy(t *testing.T) {
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(dir, AdminPolicyFile)
+			path := filepath.Join(dir, File)
 			tc.setup(t, dir, path)
-			p, err := LoadAdminPolicy(path)
+			p, err := Load(path)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("LoadAdminPolicy: %v", err)

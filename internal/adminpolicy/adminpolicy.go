@@ -1,4 +1,4 @@
-package datadir
+package adminpolicy
 
 import (
 	"errors"
@@ -14,41 +14,41 @@ import (
 	"github.com/agentgate/nmhost/netproxy"
 )
 
-// AdminPolicyFile names the machine policy file in the operating system's
-// admin location (AdminPolicyPath).
-const AdminPolicyFile = "policy.json"
+// File names the machine policy file in the operating system's
+// admin location (Path).
+const File = "policy.json"
 
 // maxAdminPolicyBytes bounds the policy file: a few rules, not a database.
 const maxAdminPolicyBytes = 1 << 20
 
-// AdminPolicyPath is where an administrator puts the machine's policy: a
+// Path is where an administrator puts the machine's policy: a
 // place only an administrator can write.
 //
 //	Linux (and other Unix)  /etc/nmhost/policy.json
 //	macOS                   /Library/Application Support/nmhost/policy.json
 //	Windows                 %ProgramData%\nmhost\policy.json
-func AdminPolicyPath() string {
+func Path() string {
 	switch runtime.GOOS {
 	case "darwin":
-		return "/Library/Application Support/nmhost/" + AdminPolicyFile
+		return "/Library/Application Support/nmhost/" + File
 	case "windows":
 		pd := os.Getenv("ProgramData")
 		if pd == "" {
 			pd = `C:\ProgramData`
 		}
-		return filepath.Join(pd, "nmhost", AdminPolicyFile)
+		return filepath.Join(pd, "nmhost", File)
 	}
-	return "/etc/nmhost/" + AdminPolicyFile
+	return "/etc/nmhost/" + File
 }
 
-// LoadAdminPolicy reads the machine policy at path. No file is no policy.
+// Load reads the machine policy at path. No file is no policy.
 // A file that anyone but an administrator could have written (a symbolic
 // link, a file or directory writable by others than its owner, an owner
 // who is not root) is refused, not ignored: the host does not run under
 // rules a user may have forged or loosened. The file is read exactly
 // (unknown, repeated or case-variant members refused) and every rule
 // checked.
-func LoadAdminPolicy(path string) (mediator.AdminPolicy, error) {
+func Load(path string) (mediator.AdminPolicy, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return mediator.AdminPolicy{}, nil
@@ -76,16 +76,16 @@ func LoadAdminPolicy(path string) (mediator.AdminPolicy, error) {
 	if err != nil {
 		return mediator.AdminPolicy{}, fmt.Errorf("admin policy %s: %w", path, err)
 	}
-	p, err := ParseAdminPolicy(b, "admin file "+path)
+	p, err := Parse(b, "admin file "+path)
 	if err != nil {
 		return mediator.AdminPolicy{}, fmt.Errorf("admin policy %s: %w", path, err)
 	}
 	return p, nil
 }
 
-// ParseAdminPolicy reads a policy's JSON exactly and checks every rule;
+// Parse reads a policy's JSON exactly and checks every rule;
 // source says where it came from.
-func ParseAdminPolicy(b []byte, source string) (mediator.AdminPolicy, error) {
+func Parse(b []byte, source string) (mediator.AdminPolicy, error) {
 	if len(b) > maxAdminPolicyBytes {
 		return mediator.AdminPolicy{}, mediator.Errorf(mediator.CodeTooLarge, "larger than %d bytes", maxAdminPolicyBytes)
 	}

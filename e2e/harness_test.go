@@ -101,6 +101,14 @@ func setup(m *testing.M) (int, error) {
 	if out, err := install.CombinedOutput(); err != nil {
 		return 1, fmt.Errorf("nmhost install: %v\n%s", err, out)
 	}
+	// An administrator's rules for the extension, as Chrome's enterprise
+	// policy sets them: they reach its managed storage, which the
+	// extension hands each host process (TestManagedPolicyReachesTheHost).
+	removePolicy, err := writeManagedPolicy()
+	if err != nil {
+		return 1, err
+	}
+	defer removePolicy()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		return 1, fmt.Errorf("Chromium is not installed (scripts/setup-chromium.sh installs Debian's chromium): %v", err)

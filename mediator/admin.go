@@ -23,8 +23,8 @@ type AdminPolicy struct {
 	// "high"); "" is no limit.
 	MaxSessionLevel string `json:"maxSessionLevel,omitempty"`
 	// ExportEndpoint is where the machine's decisions must be exported
-	// (nmhost export --otlp-endpoint); `nmhost doctor` checks it is set
-	// up, the host only reports it.
+	// (nmhost export --otlp-endpoint, run by a service manager the
+	// administrator deploys: docs/fleet.md); `nmhost policy list` shows it.
 	ExportEndpoint string `json:"exportEndpoint,omitempty"`
 	// Source says where the rules came from ("admin file PATH", "managed
 	// storage"), for the refusal and `nmhost policy list`. Never read

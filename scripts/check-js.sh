@@ -1,25 +1,22 @@
 #!/usr/bin/env bash
 # Checks the syntax of every JavaScript file of the extension and the
 # viewer with Node.js (installing Debian's nodejs when it is missing), so a
-# typo in a file no Go test loads still fails the build. Each file is
-# checked as a module where it is one (Node detects import/export).
+# typo in a file no Go test loads still fails the build. A file with
+# import or export is checked as a module.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v node >/dev/null 2>&1; then
-  if ! command -v apt-get >/dev/null 2>&1; then
-    echo "check-js.sh: node is missing and apt-get is not available; install Node.js" >&2
-    exit 1
-  fi
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then
-    sudo="sudo"
-  fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nodejs >/dev/null
-fi
+./scripts/apt-install.sh node nodejs
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 n=0
 for f in extension/*.js internal/viewer/static/*.js; do
-  node --check "$f"
+  # A module is checked as one whatever Node's version guesses: as .mjs.
+  if grep -qE '^(import|export) ' "$f"; then
+    cp "$f" "$tmp/check.mjs"
+    node --check "$tmp/check.mjs" || { echo "check-js.sh: $f does not parse" >&2; exit 1; }
+  else
+    node --check "$f"
+  fi
   n=$((n + 1))
 done
 echo "check-js.sh: $n files parse ($(node --version))"

@@ -44,20 +44,7 @@ func TestComparisonsOfSharedValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := compile(c.expr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			v, err := p.eval(context.Background(), map[string]any{})
-			if code := mediator.CodeOf(err); err != nil && code != c.code || err == nil && c.code != "" {
-				t.Fatalf("%v (%s), want %q", err, code, c.code)
-			}
-			// A guard against the unbounded, not a timing: without the
-			// refusal these run for hours; the code above is the check.
-			if took := time.Since(start); took > 30*time.Second {
-				t.Errorf("took %v", took)
-			}
+			v := evalBounded(t, c.expr, c.code)
 			if c.code == "" && fmtAny(v) != fmtAny(c.want) {
 				t.Fatalf("%v, want %v", v, c.want)
 			}
@@ -85,23 +72,31 @@ func TestMatchesIsBounded(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := compile(c.expr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			v, err := p.eval(context.Background(), map[string]any{})
-			if code := mediator.CodeOf(err); err != nil && code != c.code || err == nil && c.code != "" {
-				t.Fatalf("%v (%s), want %q", err, code, c.code)
-			}
-			// A guard against the unbounded, not a timing: without the
-			// refusal these run for hours; the code above is the check.
-			if took := time.Since(start); took > 30*time.Second {
-				t.Errorf("took %v", took)
-			}
+			v := evalBounded(t, c.expr, c.code)
 			if c.code == "" && v != c.want {
 				t.Fatalf("%v, want %v", v, c.want)
 			}
 		})
 	}
+}
+
+// evalBounded compiles and evaluates expr, which must end with code (""
+// for success), and returns its value.
+func evalBounded(t *testing.T, expr string, code mediator.Code) any {
+	t.Helper()
+	p, err := compile(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	v, err := p.eval(context.Background(), map[string]any{})
+	if got := mediator.CodeOf(err); err != nil && got != code || err == nil && code != "" {
+		t.Fatalf("%v (%s), want %q", err, got, code)
+	}
+	// A guard against the unbounded, not a timing: without the refusal
+	// these run for hours; the code above is the check.
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("took %v", took)
+	}
+	return v
 }

@@ -89,7 +89,7 @@ func setup(m *testing.M) (int, error) {
 		}
 	}
 	// The Python examples are bundled as source, stored by its hash.
-	for _, name := range []string{"py-word-count", "py-summarise-copy", "py-fetch-json", "py-outside-host"} {
+	for _, name := range []string{"py-word-count", "py-summarise-copy", "py-fetch-json", "py-outside-host", "py-page-outline", "py-sync-fetch"} {
 		if modules[name], err = os.ReadFile(filepath.Join(ext, "agents", name+".py")); err != nil {
 			return 1, err
 		}

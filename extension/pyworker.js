@@ -229,12 +229,21 @@ def _make_restricted_api(present, absent, call, report_absent):
             raise RestrictedAPIError(r.get("code", "internal_error"), r.get("error", ""))
         return r.get("data")
 
-    def _api(fn):
+    def _api(fn, make=None):
+        # make builds the result from the coroutine's value outside it: a
+        # value run_sync hands back must not be awaitable itself (the
+        # promise it travels in would await it again, and a FetchResponse
+        # awaits to itself).
         def f(*args, **kwargs):
             co = fn(*args, **kwargs)
             if not _sync():
-                return co
-            return _awaitable(run_sync(co))
+                if make is None:
+                    return co
+                async def made():
+                    return make(await co)
+                return made()
+            v = run_sync(co)
+            return _awaitable(make(v) if make else v)
         f.__name__ = fn.__name__
         f.__qualname__ = fn.__name__
         f.__doc__ = fn.__doc__
@@ -259,11 +268,12 @@ def _make_restricted_api(present, absent, call, report_absent):
     @_api
     async def readFromClipboard():
         return (await _call("readFromClipboard", {})).get("text", "")
-    @_api
-    async def fetch(url, options=None):
+    async def _fetch(url, options=None):
         o = dict(options or {})
         opts = {k: o[k] for k in ("method", "headers", "body", "bodyEncoding") if k in o}
-        return FetchResponse(await _call("fetch", {"url": str(url), "options": opts}))
+        return await _call("fetch", {"url": str(url), "options": opts})
+    _fetch.__name__ = "fetch"
+    fetch = _api(_fetch, FetchResponse)
     @_api
     async def showNotification(title, options=None):
         o = dict(options or {})

@@ -42,6 +42,17 @@ func actionPopup(t testing.TB) (context.Context, target.ID) {
 	return nil, ""
 }
 
+// waitPythonOutput waits until the newest kept run of agent printed text.
+func waitPythonOutput(t testing.TB, ext context.Context, agent, text string) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ext, 150*time.Second)
+	defer cancel()
+	cond := fmt.Sprintf(`chrome.runtime.sendMessage({type: 'python-runs'}).then(r => r.data.runs.some(x => x.agentId === %q && x.output.includes(%q)))`, agent, text)
+	if _, err := chromedp.Run(c, chromedp.Evaluate[bool](fmt.Sprintf(`new Promise(r => { const w = () => %s.then(ok => ok ? r(true) : setTimeout(w, 100)); w() })`, cond), chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatalf("waiting for %s to print %q: %v", agent, text, err)
+	}
+}
+
 // targetOpen says whether the target is still there.
 func targetOpen(id target.ID) bool {
 	targets, _ := chromedp.Targets(browser)
@@ -77,8 +88,12 @@ func TestPythonRunFromTheToolbarPopupOutlivesIt(t *testing.T) {
 		"print('asking to copy')\nrestricted_api.writeToClipboard('copied from the toolbar')\nrestricted_api.log('copied')\n")
 	_, tabID := openTestPage(t, ext) // clicks the action: the popup opens
 	popup, popupID := actionPopup(t)
-	waitFor(t, popup, `document.querySelector('#agent option[value="e2e-py-toolbar"]')`)
-	eval[bool](t, popup, `(document.getElementById('agent').value = 'e2e-py-toolbar', document.getElementById('run').click(), true)`)
+	// One evaluation waits and clicks: a second evaluation in headless
+	// Chromium's popup window goes unanswered (as in clickPrompt).
+	waitFor(t, popup, `document.querySelector('#agent option[value="e2e-py-toolbar"]') && (document.getElementById('agent').value = 'e2e-py-toolbar', document.getElementById('run').click(), true)`)
+	// The run's progress, as the service worker keeps it: the popup's own
+	// page takes no more evaluations.
+	waitPythonOutput(t, ext, "e2e-py-toolbar", "asking to copy")
 	tg := nextPrompt(t)
 	if targetOpen(popupID) {
 		t.Log("headless Chromium kept the action popup open after the prompt took the focus: closing it as Chrome does")
@@ -125,6 +140,34 @@ func TestPythonRunOutlivesTheClosedPopupPage(t *testing.T) {
 		t.Fatalf("%s:\n%s", status, out)
 	}
 	waitFor(t, tab, `document.querySelector('h1').textContent === 'WRITTEN'`)
+}
+
+// TestPythonStopWithdrawsTheRunsPrompt: a run waiting on a prompt is
+// stopped from the popup: it ends as cancelled, its prompt window closes,
+// a late answer is refused as prompt_cancelled and the page is not
+// written.
+func TestPythonStopWithdrawsTheRunsPrompt(t *testing.T) {
+	ext := page(t, extURL("options.html"))
+	prof := pythonProfile("e2e-py-stop", "full", []string{"page.write"})
+	prof["capabilities"].(map[string]any)["executionTimeout"] = 120000
+	installPython(t, ext, prof, "print('asking to write')\nrestricted_api.setElementText('h1', 'LATE')\nprint('written')\n")
+	tab, tabID := openTestPage(t, ext)
+	popup := startInPopup(t, tabID, "e2e-py-stop")
+	waitLong(t, popup, `document.getElementById('output').textContent.includes('asking to write')`)
+	tg := nextPrompt(t)
+	click(t, popup, "stop")
+	waitLong(t, popup, `document.getElementById('output').dataset.status`)
+	if status := eval[string](t, popup, `document.getElementById('output').dataset.status`); status != "cancelled" {
+		t.Fatalf("the stopped run ended with %s", status)
+	}
+	waitPromptGone(t, tg, "the run was stopped")
+	if r := lateAnswer(t, ext, promptIDOf(t, tg)); r.Success || r.Code != "prompt_cancelled" {
+		t.Fatalf("a late answer got %+v; want refused with prompt_cancelled", r)
+	}
+	waitForDenial(t, ext, "e2e-py-stop", `"prompt_cancelled"`)
+	if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "quiet heading" {
+		t.Fatalf("the page was written after its run was stopped: %q", h1)
+	}
 }
 
 // pythonPool asks the service worker whether a loaded Pyodide waits for

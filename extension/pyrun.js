@@ -49,7 +49,10 @@ export function openSandbox() {
     if (e.source !== frame.contentWindow || !e.data || e.data.token !== token) return;
     const msg = e.data;
     if (msg.type === 'loaded') box.send({ type: 'init' }); // the worker module is listening
-    else if (msg.type === 'ready') readyResolve({ loadMs: msg.loadMs, sinceOpenMs: Math.round(performance.now() - t0), memory: msg.memory, jspi: msg.jspi });
+    else if (msg.type === 'ready') {
+      box.loaded = true;
+      readyResolve({ loadMs: msg.loadMs, sinceOpenMs: Math.round(performance.now() - t0), memory: msg.memory, jspi: msg.jspi });
+    }
     else if (msg.type === 'fatal' && !box.running) readyReject(new Error(String(msg.error)));
     else onMessage(msg);
   };
@@ -57,6 +60,7 @@ export function openSandbox() {
   const box = {
     id: ++serial,
     ready,
+    loaded: false, // Pyodide is loaded: a run taking this sandbox starts warm
     running: false,
     send: (msg) => frame.contentWindow?.postMessage({ ...msg, token }, '*'),
     on: (fn) => { onMessage = fn; },
@@ -93,10 +97,9 @@ function take() {
 }
 
 // poolState says whether a run asked now would start warm.
-export async function poolState() {
+export function poolState() {
   if (!spare) return 'empty';
-  const state = await Promise.race([spare.ready.then(() => 'ready', () => 'empty'), Promise.resolve('loading')]);
-  return state;
+  return spare.loaded ? 'ready' : 'loading';
 }
 
 // runPython runs agentId on the tab (tabId may be undefined: an unbound
@@ -114,7 +117,7 @@ export function runPython({ agentId, input, tabId, sessionId = '', onOutput = ()
 
 async function run({ agentId, input, tabId, sessionId, onOutput, onDenial, onStarted, finish, finished }) {
   const t0 = performance.now();
-  const warm = spare !== null && (await poolState()) === 'ready';
+  const warm = poolState() === 'ready';
   const box = take();
   box.running = true;
   const timings = { warm, sandbox: box.id };

@@ -69,6 +69,7 @@ func BenchmarkPythonAgent(b *testing.B) {
 		}
 		var tm struct{ AskedMs, RunMs float64 }
 		json.Unmarshal([]byte(timings), &tm)
+		b.Logf("%s %s: %s", agent, input, timings)
 		return tm.AskedMs, tm.RunMs, out
 	}
 	callMs := func(out string) float64 {
@@ -93,7 +94,7 @@ func BenchmarkPythonAgent(b *testing.B) {
 		b.ReportMetric(callMs(out), "python-sync-call-ms")
 		// After the runs: the bare load competes with nothing of ours.
 		waitPoolReady(b, ext)
-		b.ReportMetric(eval[float64](b, page(b, extURL("sandbox.html")), bareLoad), "bare-pyodide-load-ms")
+		b.ReportMetric(bareLoadMs(b), "bare-pyodide-load-ms")
 		b.ReportMetric(wasmCallMs(b, tabID), "wasm-call-ms")
 	}
 }
@@ -122,6 +123,24 @@ func wasmCallMs(b *testing.B, tabID int) float64 {
 	}
 	dur(1) // compile and cache the module
 	return (dur(51) - dur(1)) / 50
+}
+
+// bareLoadMs measures bareLoad in a sandbox page of its own. A sandboxed
+// page opened as a tab may not have its execution context yet when the
+// first evaluation comes: that evaluation is made again.
+func bareLoadMs(b *testing.B) float64 {
+	sb := page(b, extURL("sandbox.html"))
+	for attempt := 0; ; attempt++ {
+		c, cancel := context.WithTimeout(sb, 60*time.Second)
+		ms, err := evalErr[float64](c, bareLoad)
+		cancel()
+		if err == nil {
+			return ms
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "execution context") {
+			b.Fatalf("bare load: %v", err)
+		}
+	}
 }
 
 // extensionPage opens the options page once the extension answers there:

@@ -71,23 +71,23 @@ async function init() {
   const agents = r.success ? r.data.agents : [];
   $('agent').replaceChildren(...agents.filter((a) => a.moduleSha256).map((a) => el('option', a.profile.agentId,
     { value: a.profile.agentId, 'data-runtime': a.profile.runtime || 'wasm' })));
-  // A Python agent among them: a Pyodide is loaded ahead of the run, in the
-  // offscreen document, while the person picks (the first run starts warm
-  // when they take a few seconds); and the popup says so plainly when the
+  // A Python agent among them: the popup says so plainly when the
   // extension was loaded without Pyodide.
-  if (agents.some((a) => a.profile.runtime === 'python')) {
-    if (await pyodideMissing()) {
-      $('pyodide-missing').hidden = false;
-    } else {
-      warmPython();
-    }
-  }
+  if (agents.some((a) => a.profile.runtime === 'python') && (await pyodideMissing())) $('pyodide-missing').hidden = false;
   showLastPythonRun();
   const tab = await targetTab();
   // The title and URL are visible only for the tab the action was clicked
   // on (activeTab; the extension does not ask for "tabs").
   $('tab').textContent = tab ? `tab: ${tab.title || tab.url || 'the current tab'}` : 'no tab';
 }
+
+// Picking a Python agent has a Pyodide loaded ahead of the run, in the
+// offscreen document, while the person types the input: the first run
+// starts warm when they take a few seconds. Only on that pick: a load
+// takes both cores for seconds, which a module's run should not pay for.
+$('agent').addEventListener('change', () => {
+  if ($('agent').selectedOptions[0]?.dataset.runtime === 'python' && $('pyodide-missing').hidden) warmPython();
+});
 
 $('run').addEventListener('click', async () => {
   const tab = await targetTab();

@@ -59,10 +59,8 @@ func setup(m *testing.M) (int, error) {
 	}
 	fmt.Fprintf(os.Stderr, "e2e: screenshots go to %s\n", artifacts)
 	// Pyodide is vendored by a script, not committed: without it every
-	// Python test would fail with a module that cannot load.
-	if _, err := os.Stat(filepath.Join("..", "extension", "pyodide", "pyodide.mjs")); err != nil {
-		return 1, fmt.Errorf("extension/pyodide is missing: run scripts/fetch-pyodide.sh (scripts/test.sh does)")
-	}
+	// Python test would fail with a module that cannot load (checked
+	// below, where the extension is copied).
 
 	nmhostBin = filepath.Join(work, "nmhost")
 	if out, err := exec.Command("go", "build", "-o", nmhostBin, "../cmd/nmhost").CombinedOutput(); err != nil {
@@ -71,8 +69,19 @@ func setup(m *testing.M) (int, error) {
 	// Chromium loads a copy of extension/ with the example agents that
 	// scripts/build-agents.sh bundles, built afresh: the run checks the
 	// first-run install of bundled agents and never uses stale modules.
+	// E2E_EXTENSION names another directory to copy instead: the package
+	// scripts/package-extension.sh builds, unzipped (its agents/ is
+	// replaced the same way), so the suite can run against what a person
+	// installs.
+	src := "../extension"
+	if dir := os.Getenv("E2E_EXTENSION"); dir != "" {
+		src = dir
+	}
+	if _, err := os.Stat(filepath.Join(src, "pyodide", "pyodide.mjs")); err != nil {
+		return 1, fmt.Errorf("%s/pyodide is missing: run scripts/fetch-pyodide.sh (scripts/test.sh does)", src)
+	}
 	ext := filepath.Join(work, "extension")
-	if err := os.CopyFS(ext, os.DirFS("../extension")); err != nil {
+	if err := os.CopyFS(ext, os.DirFS(src)); err != nil {
 		return 1, fmt.Errorf("copying the extension: %v", err)
 	}
 	if err := os.RemoveAll(filepath.Join(ext, "agents")); err != nil {
@@ -89,7 +98,7 @@ func setup(m *testing.M) (int, error) {
 		}
 	}
 	// The Python examples are bundled as source, stored by its hash.
-	for _, name := range []string{"py-word-count", "py-summarise-copy", "py-fetch-json", "py-outside-host"} {
+	for _, name := range []string{"py-word-count", "py-summarise-copy", "py-fetch-json", "py-outside-host", "py-page-outline", "py-sync-fetch"} {
 		if modules[name], err = os.ReadFile(filepath.Join(ext, "agents", name+".py")); err != nil {
 			return 1, err
 		}

@@ -166,8 +166,11 @@ func closeTab(t testing.TB, ctx context.Context) {
 }
 
 // TestFinding1ClosedPopupWithdrawsItsRunsPrompt: the popup that started a
-// run closes while the run waits on a prompt (its executionTimeout far
-// off): the run ends with the page, and its prompt window closes.
+// module's run closes while the run waits on a prompt (its
+// executionTimeout far off): the run ends with the page, and its prompt
+// window closes. A Python run is not the popup's since issue 25: it goes
+// on in the offscreen document (TestPythonRunOutlivesTheClosedPopupPage),
+// and its Stop button ends it (TestPythonStopWithdrawsTheRunsPrompt).
 func TestFinding1ClosedPopupWithdrawsItsRunsPrompt(t *testing.T) {
 	ext := page(t, extURL("options.html"))
 	t.Run("wasm", func(t *testing.T) {
@@ -183,24 +186,6 @@ func TestFinding1ClosedPopupWithdrawsItsRunsPrompt(t *testing.T) {
 		if r := lateAnswer(t, ext, promptIDOf(t, tg)); r.Success || r.Code != "prompt_cancelled" {
 			t.Fatalf("a late answer got %+v; want refused with prompt_cancelled", r)
 		}
-		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "quiet heading" {
-			t.Fatalf("the page was written after its popup closed: %q", h1)
-		}
-	})
-	t.Run("python", func(t *testing.T) {
-		prof := pythonProfile("e2e-closed-py", "full", []string{"page.write"})
-		prof["capabilities"].(map[string]any)["executionTimeout"] = 120000
-		installPython(t, ext, prof, "print('asking to write')\nawait restricted_api.setElementText('h1', 'LATE')\nprint('written')\n")
-		tab, tabID := openTestPage(t, ext)
-		popup := startInPopup(t, tabID, "e2e-closed-py")
-		waitLong(t, popup, `document.getElementById('output').textContent.includes('asking to write')`)
-		tg := nextPrompt(t)
-		closeTab(t, popup)
-		waitPromptGone(t, tg, "the popup that started the run closed")
-		if r := lateAnswer(t, ext, promptIDOf(t, tg)); r.Success || r.Code != "prompt_cancelled" {
-			t.Fatalf("a late answer got %+v; want refused with prompt_cancelled", r)
-		}
-		waitForDenial(t, ext, "e2e-closed-py", `"prompt_cancelled"`)
 		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "quiet heading" {
 			t.Fatalf("the page was written after its popup closed: %q", h1)
 		}
@@ -364,9 +349,14 @@ func TestFinding5GatheredCallsShareOnePromptWindow(t *testing.T) {
 	prof["capabilities"].(map[string]any)["executionTimeout"] = 90000
 	// Inference is unsure of a gathered call: the set is named.
 	prof["permissionSet"] = "mcp-standard"
+	// Each call in a task of its own: a call made at the top level is
+	// synchronous since issue 25 (docs/python.md), so six of them in a
+	// list would be made one after another, not gathered.
 	installPython(t, ext, prof, `import asyncio
 print("asking six")
-rs = await asyncio.gather(*[restricted_api.setElementText("h1", f"x{i}") for i in range(6)], return_exceptions=True)
+async def one(i):
+    return await restricted_api.setElementText("h1", f"x{i}")
+rs = await asyncio.gather(*[one(i) for i in range(6)], return_exceptions=True)
 print("results", " ".join(getattr(r, "code", str(r)) for r in rs))
 `)
 	tab, tabID := openTestPage(t, ext)

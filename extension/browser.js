@@ -1,4 +1,5 @@
 import { native } from './native.js';
+import { ensureOffscreen } from './offdoc.js';
 
 // Performs the host's browser-call requests: page calls through the page
 // mediator (content.js) in the one document the run is bound to, clipboard
@@ -94,17 +95,4 @@ export async function browserCall(m) {
     return { success: true, data: { notificationId: id } };
   }
   return fail('unknown_permission', `unknown browser call ${call}`);
-}
-
-async function ensureOffscreen() {
-  if (await chrome.offscreen.hasDocument?.()) return;
-  try {
-    await chrome.offscreen.createDocument({
-      url: 'offscreen.html',
-      reasons: ['CLIPBOARD'],
-      justification: 'Agents granted clipboard access read and write the clipboard here; service workers have none.',
-    });
-  } catch (e) {
-    if (!String(e.message).includes('single offscreen')) throw e;
-  }
 }

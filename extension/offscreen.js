@@ -1,17 +1,11 @@
 // Clipboard access for agents: MV3 service workers have no clipboard, an
 // offscreen document does.
+import { fromWorker } from './swsender.js';
+
 const area = document.getElementById('clip');
 
-// Only the service worker may ask, after the host decided the call. Every
-// context of the extension gets runtime messages, content scripts can send
-// them, and our id alone does not tell a page's mediator from the worker.
-// A message from the service worker carries our id and the worker's script
-// URL and nothing else: no tab, frame or document (checked in Chromium);
-// any extension page or content script has a document.
-const WORKER_URL = chrome.runtime.getURL('sw.js');
-const fromWorker = (sender) => sender.id === chrome.runtime.id && sender.url === WORKER_URL &&
-  sender.tab === undefined && sender.frameId === undefined && sender.documentId === undefined;
-
+// Only the service worker may ask, after the host decided the call
+// (swsender.js says how it is told from any other context).
 chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
   if (msg?.target !== 'offscreen') return false;
   if (!fromWorker(sender)) {

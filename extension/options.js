@@ -5,7 +5,7 @@
 // checks it again each time this page opens, and the line follows every
 // later check.
 import { host, el } from './host.js';
-import { runPython } from './pyrun.js';
+import { startPython } from './pyclient.js';
 import { currentSession, setCurrentSession, startSession } from './sessions.js';
 import { showAudit, followAudit } from './auditview.js';
 
@@ -135,8 +135,11 @@ $('py-run').addEventListener('click', async () => {
   // A run without a session would get one that ends with it: start the
   // current session first when there is none (sessions.js).
   const sessionId = (await currentSession()) || (await startSession());
-  const r = await runPython({ agentId: $('py-agent').value, input: $('py-input').value, sessionId,
+  // The run is in the offscreen document (pyhost.js): it goes on if this
+  // page closes.
+  const { done } = await startPython({ agentId: $('py-agent').value, input: $('py-input').value, sessionId,
     onOutput: (text) => { if (first) { out.textContent = ''; first = false; } out.textContent += text; } });
+  const r = await done;
   out.textContent = r.output + (r.code ? `\n[${r.code}] ${r.error || ''}` : '');
   if (r.sessionId) await setCurrentSession(r.sessionId);
   await showSession();

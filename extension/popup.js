@@ -4,7 +4,7 @@
 // a new one (medium); a run with no current session starts one, which then
 // becomes current.
 import { host, el } from './host.js';
-import { runPython } from './pyrun.js';
+import { startPython, stopPython, latestPython, followPython, warmPython, pyodideMissing } from './pyclient.js';
 import { currentSession, setCurrentSession, listSessions, startSession } from './sessions.js';
 import { showAudit, followAudit } from './auditview.js';
 
@@ -71,11 +71,23 @@ async function init() {
   const agents = r.success ? r.data.agents : [];
   $('agent').replaceChildren(...agents.filter((a) => a.moduleSha256).map((a) => el('option', a.profile.agentId,
     { value: a.profile.agentId, 'data-runtime': a.profile.runtime || 'wasm' })));
+  // A Python agent among them: the popup says so plainly when the
+  // extension was loaded without Pyodide.
+  if (agents.some((a) => a.profile.runtime === 'python') && (await pyodideMissing())) $('pyodide-missing').hidden = false;
+  showLastPythonRun();
   const tab = await targetTab();
   // The title and URL are visible only for the tab the action was clicked
   // on (activeTab; the extension does not ask for "tabs").
   $('tab').textContent = tab ? `tab: ${tab.title || tab.url || 'the current tab'}` : 'no tab';
 }
+
+// Picking a Python agent has a Pyodide loaded ahead of the run, in the
+// offscreen document, while the person types the input: the first run
+// starts warm when they take a few seconds. Only on that pick: a load
+// takes both cores for seconds, which a module's run should not pay for.
+$('agent').addEventListener('change', () => {
+  if ($('agent').selectedOptions[0]?.dataset.runtime === 'python' && $('pyodide-missing').hidden) warmPython();
+});
 
 $('run').addEventListener('click', async () => {
   const tab = await targetTab();
@@ -90,9 +102,15 @@ $('run').addEventListener('click', async () => {
   const sessionId = (await currentSession()) || (await startSession());
   const showDenial = (d) => denials.append(el('li', `${d.permission}: ${d.code}: ${d.context?.reason || ''}`, { 'data-code': d.code }));
   if ($('agent').selectedOptions[0]?.dataset.runtime === 'python') {
-    // Python runs here, in a sandbox frame; the host decides every call.
-    const r = await runPython({ agentId: $('agent').value, input: $('input').value, tabId: tab?.id, sessionId,
+    // Python runs in the offscreen document, not here: this popup may
+    // close (a prompt takes the focus) and the run goes on; the host
+    // decides every call.
+    const { ref, done } = await startPython({ agentId: $('agent').value, input: $('input').value, tabId: tab?.id, sessionId,
       onOutput: (text) => { out.textContent += text; }, onDenial: showDenial });
+    $('stop').hidden = false;
+    $('stop').onclick = () => stopPython(ref);
+    const r = await done;
+    $('stop').hidden = true;
     out.textContent = r.output;
     if (r.code) out.textContent += `\n[${r.code}] ${r.error || ''}`;
     out.dataset.timings = JSON.stringify(r.timings);
@@ -119,6 +137,28 @@ $('run').addEventListener('click', async () => {
     out.textContent += `\n[${r.code}] ${r.error}`;
   }
 });
+// showLastPythonRun shows the newest Python run the service worker kept:
+// one this popup started before Chrome closed it (a prompt took the
+// focus) goes on, and its output and end show here when the popup opens
+// again.
+async function showLastPythonRun() {
+  let run;
+  try {
+    run = await latestPython();
+  } catch {
+    return;
+  }
+  if (!run) return;
+  const box = $('last-run');
+  const out = $('last-output');
+  box.hidden = false;
+  $('last-agent').textContent = run.agentId;
+  out.textContent = run.output;
+  const r = await followPython(run, { onOutput: (text) => { out.textContent += text; } });
+  out.textContent = r.output + (r.code ? `\n[${r.code}] ${r.error || ''}` : '');
+  out.dataset.status = r.status;
+}
+
 // The audit trail's line: checked as the popup opens, and again by the
 // service worker after each run (audit.js); a break shows here too.
 async function initAudit() {

@@ -1,9 +1,14 @@
-// Runs a Python agent from an extension page (the popup, the options
-// page). Python runs in a fresh sandbox frame and worker per run (nothing
-// of one agent's run is left for the next); this page only relays: each
-// restricted_api call becomes one agent-call the host decides, bound to
-// the run python-run opened (the tab's document, the session level).
-// The executionTimeout is enforced here by ending the worker.
+// Runs Python agents in the offscreen document (pyhost.js), which the
+// service worker owns, so a run does not depend on the popup or options
+// page that asked for it. Each run gets a sandbox frame and worker of its
+// own, used for that run only and then ended (nothing of one agent's run
+// is left for the next); to start fast, one sandbox is kept loaded ahead
+// of time (the pool of one below), its worker holding a fresh Pyodide that
+// no agent has touched. This document only relays: each restricted_api
+// call becomes one agent-call the host decides, bound to the run
+// python-run opened (the tab's document, the session level). The
+// executionTimeout is enforced here, and in the sandbox, by ending the
+// worker.
 import { host } from './host.js';
 
 // A run's calls, the refused touches of absent functions included, are
@@ -22,52 +27,107 @@ function randomToken() {
   return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 }
 
-// openSandbox makes the frame and returns a channel to it: messages are
-// taken only from that frame's window and only with this run's token.
-function openSandbox() {
+let serial = 0;
+
+// openSandbox makes a frame, starts its worker loading Pyodide, and returns
+// a channel to it: messages are taken only from that frame's window and
+// only with its token (fresh per sandbox, so per run). ready resolves once
+// Pyodide is loaded ({loadMs, memory, jspi}), or rejects.
+export function openSandbox() {
   const token = randomToken();
   const frame = document.createElement('iframe');
   frame.src = 'sandbox.html';
   frame.hidden = true;
   frame.dataset.pythonSandbox = '';
   let onMessage = () => {};
+  let readyResolve;
+  let readyReject;
+  const ready = new Promise((resolve, reject) => { readyResolve = resolve; readyReject = reject; });
+  ready.catch(() => {}); // seen by whoever takes the sandbox
+  const t0 = performance.now();
   const listener = (e) => {
     if (e.source !== frame.contentWindow || !e.data || e.data.token !== token) return;
-    onMessage(e.data);
+    const msg = e.data;
+    if (msg.type === 'loaded') box.send({ type: 'init' }); // the worker module is listening
+    else if (msg.type === 'ready') {
+      box.loaded = true;
+      readyResolve({ loadMs: msg.loadMs, sinceOpenMs: Math.round(performance.now() - t0), memory: msg.memory, jspi: msg.jspi });
+    }
+    else if (msg.type === 'fatal' && !box.running) readyReject(new Error(String(msg.error)));
+    else onMessage(msg);
   };
   window.addEventListener('message', listener);
-  const loaded = new Promise((resolve) => frame.addEventListener('load', resolve, { once: true }));
-  document.body.append(frame);
-  return {
-    loaded,
+  const box = {
+    id: ++serial,
+    ready,
+    loaded: false, // Pyodide is loaded: a run taking this sandbox starts warm
+    running: false,
     send: (msg) => frame.contentWindow?.postMessage({ ...msg, token }, '*'),
     on: (fn) => { onMessage = fn; },
     close() {
+      readyReject(new Error('the sandbox was closed'));
       frame.contentWindow?.postMessage({ type: 'terminate', token }, '*');
       window.removeEventListener('message', listener);
       frame.remove();
     },
-    token,
   };
+  frame.addEventListener('load', () => box.send({ type: 'open' }), { once: true });
+  document.body.append(frame);
+  return box;
+}
+
+// The pool of one: a sandbox whose Pyodide is loaded (or loading) and that
+// no run has had. take() hands it out, or a new one when there is none;
+// after each run warmUp() loads the next, and the popup asks for one as it
+// opens (python-warm), so a run usually finds one ready.
+let spare = null;
+
+export function warmUp() {
+  if (spare) return spare.ready;
+  const box = openSandbox();
+  spare = box;
+  box.ready.catch(() => { if (spare === box) { spare = null; box.close(); } });
+  return box.ready;
+}
+
+function take() {
+  const box = spare || openSandbox();
+  spare = null;
+  return box;
+}
+
+// poolState says whether a run asked now would start warm.
+export function poolState() {
+  if (!spare) return 'empty';
+  return spare.loaded ? 'ready' : 'loading';
 }
 
 // runPython runs agentId on the tab (tabId may be undefined: an unbound
 // run, whose page calls are refused: no tab) in session sessionId ('' or
 // undefined: a fresh one). onOutput gets text as it comes; onDenial each
-// refused call. It resolves to {status, output, code, error, timings,
-// sessionId}.
-export async function runPython({ agentId, input, tabId, sessionId = '', onOutput = () => {}, onDenial = () => {} }) {
-  const t0 = performance.now();
-  const timings = {};
-  let output = '';
-  const out = (text) => { output += text; onOutput(text); };
-  const box = openSandbox();
-  const watch = chrome.runtime.connect({ name: 'python-run' });
+// refused call; onStarted the moment the agent's code starts. stop(), when
+// the returned handle's is called, ends the run as cancelled. It resolves
+// to {status, output, code, error, timings, sessionId}.
+export function runPython({ agentId, input, tabId, sessionId = '', onOutput = () => {}, onDenial = () => {}, onStarted = () => {} }) {
   let finish;
   const finished = new Promise((resolve) => { finish = resolve; });
+  const done = run({ agentId, input, tabId, sessionId, onOutput, onDenial, onStarted, finish, finished });
+  return { done, stop: () => finish({ status: 'cancelled', error: 'the run was stopped' }) };
+}
+
+async function run({ agentId, input, tabId, sessionId, onOutput, onDenial, onStarted, finish, finished }) {
+  const t0 = performance.now();
+  const warm = poolState() === 'ready';
+  const box = take();
+  box.running = true;
+  const timings = { warm, sandbox: box.id };
+  let output = '';
+  const out = (text) => { output += text; onOutput(text); };
+  // While the run is open, the service worker holds its end: this
+  // document closing ends the run in the host (router.js, portHandlers).
+  const watch = chrome.runtime.connect({ name: 'python-run' });
   let run = null;
   let timer = null;
-  let phase = 'loading';
   let calls = 0;
   const absentTouches = new Map(); // name -> times touched
   // counted is false once the run passed MAX_CALLS, which ends it.
@@ -79,15 +139,9 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
 
   box.on(async (msg) => {
     switch (msg.type) {
-      case 'loaded': // the worker module is listening
-        box.send({ type: 'init' });
-        break;
-      case 'ready':
-        timings.loadMs = Math.round(performance.now() - t0);
-        timings.pyodideLoadMs = msg.loadMs;
-        timings.memoryBytes = msg.memory;
-        phase = 'ready';
-        start();
+      case 'started':
+        timings.startMs = Math.round(performance.now() - t0);
+        onStarted(timings.startMs);
         break;
       case 'output':
         out(String(msg.text ?? ''));
@@ -127,30 +181,48 @@ export async function runPython({ agentId, input, tabId, sessionId = '', onOutpu
   }
 
   async function start() {
+    let loaded;
+    try {
+      loaded = await box.ready;
+    } catch (e) {
+      finish({ status: 'internal_error', error: `Pyodide did not load: ${e.message || e}` });
+      return;
+    }
+    timings.loadMs = Math.round(performance.now() - t0);
+    timings.pyodideLoadMs = loaded.loadMs;
+    timings.memoryBytes = loaded.memory;
+    timings.jspi = loaded.jspi;
     const r = await host('python-run', { agentId, input, tabId, sessionId });
     if (!r?.success) {
       finish({ status: r?.code || 'internal_error', error: r?.error, code: r?.code });
       return;
     }
+    if (closed) {
+      // Stopped while python-run was on its way: the run is ended at once.
+      host('python-run-end', { runId: r.data.runId, agentId, status: 'cancelled' });
+      return;
+    }
     run = r.data;
-    // While the run is open, the service worker holds its end: this page
-    // closing ends the run in the host (router.js, portHandlers).
     watch.postMessage({ runId: run.runId, agentId });
-    phase = 'running';
     timings.startedAt = performance.now();
     timer = setTimeout(() => finish({ status: 'timeout', error: `the agent ran longer than its executionTimeout of ${run.executionTimeout} ms and was stopped` }),
       run.executionTimeout);
-    box.send({ type: 'run', source: run.source, api: run.api, absent: Object.keys(run.absent || {}), input: run.input, maxMemory: run.maxMemory,
+    box.send({ type: 'run', agentId, source: run.source, api: run.api, absent: Object.keys(run.absent || {}), input: run.input, maxMemory: run.maxMemory,
       timeoutMs: run.executionTimeout });
   }
 
-  await box.loaded;
-  box.send({ type: 'open' });
-  const loadTimer = setTimeout(() => { if (phase === 'loading') finish({ status: 'timeout', error: 'Pyodide did not load in time' }); }, LOAD_TIMEOUT_MS);
+  let closed = false;
+  finished.then(() => { closed = true; });
+  const loadTimer = setTimeout(() => { if (!run) finish({ status: 'timeout', error: 'Pyodide did not load in time' }); }, LOAD_TIMEOUT_MS);
+  start();
   const res = await finished;
   clearTimeout(loadTimer);
   clearTimeout(timer);
   box.close();
+  // The next run's sandbox is loaded now, after this run: loaded while it
+  // ran, it took the two cores from the agent (its calls were ten times
+  // slower in BenchmarkPythonAgent).
+  warmUp();
   if (timings.startedAt) timings.runMs = Math.round(performance.now() - timings.startedAt);
   delete timings.startedAt;
   timings.totalMs = Math.round(performance.now() - t0);

@@ -5,12 +5,13 @@ import { browserCall, bindTab } from './browser.js';
 import { prompt, promptLayer, promptAnswered, promptCancel, promptStatus } from './prompts.js';
 import { installBundledAgents } from './agents.js';
 import { checkAudit, restartAudit, auditSoon } from './audit.js';
+import { pythonStart, pythonProgress, pythonStop, pythonRuns, pythonWarm, pythonState } from './pyruns.js';
 
 // Requests an extension page may forward to the host.
 const PAGE_REQUESTS = new Set([
   'hello', 'list-agents', 'getAgentInfo', 'install-agent', 'uninstall-agent', 'grant', 'revoke',
   'network-fetch', 'run-agent', 'run-workflow', 'list-denials', 'list-preferences', 'revoke-preference', 'list-audit',
-  // Python agents: the page that holds the sandbox relays its calls.
+  // Python agents: the offscreen document, which holds the sandbox, relays its calls.
   'python-run', 'agent-call', 'python-run-end', 'log-denial',
   // Sessions: the popup's picker.
   'list-sessions', 'set-session',
@@ -57,6 +58,14 @@ const pageHandlers = {
   // The audit trail's check (audit.js): the options page and the popup ask on open.
   'audit-check': () => checkAudit(),
   'audit-restart': () => restartAudit(),
+  // Python runs (pyruns.js): a page starts, stops and follows them; the
+  // offscreen document runs them and reports.
+  'python-start': pythonStart,
+  'python-stop': pythonStop,
+  'python-runs': pythonRuns,
+  'python-warm': pythonWarm,
+  'python-state': pythonState,
+  'python-progress': pythonProgress,
 };
 
 const contentHandlers = {
@@ -77,10 +86,12 @@ function isExtensionPage(sender) {
 }
 
 // A page holds a port open while something it started runs: 'request:REF'
-// for a request sent with that ref (a module's run), 'python-run' for a
-// Python run (the page posts {runId, agentId} once it has one, {ended:
-// true} when it ends it itself). The port closing without that end (the
-// popup closed) ends the run in the host: its calls and prompts with it.
+// for a request sent with that ref (a module's run: the popup closing ends
+// it), 'python-run' for a Python run, held by the offscreen document that
+// runs it (it posts {runId, agentId} once it has one, {ended: true} when
+// it ends it itself). The port closing without that end (that document
+// went away) ends the run in the host: its calls and prompts with it. A
+// Python run does not end with the popup that asked for it (pyruns.js).
 const portHandlers = {
   request: (port, ref) => {
     port.onDisconnect.addListener(() => {
@@ -115,7 +126,7 @@ export function onMessage(msg, sender, sendResponse) {
   const fromPage = isExtensionPage(sender);
   const handler = fromPage ? pageHandlers[msg.type] : contentHandlers[msg.type];
   if (!handler) return false;
-  handler(msg, sender).then(sendResponse, (e) => sendResponse({ success: false, code: 'internal_error', error: String(e) }));
+  Promise.resolve().then(() => handler(msg, sender)).then(sendResponse, (e) => sendResponse({ success: false, code: 'internal_error', error: String(e) }));
   return true; // the answer comes asynchronously
 }
 

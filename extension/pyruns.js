@@ -1,0 +1,61 @@
+// The service worker's part in Python runs: it only wires. A page asks for
+// a run (python-start) and the run goes to the offscreen document
+// (pyhost.js), which reports its progress back (python-progress); each
+// report is passed on to every extension page as {type: 'python-event',
+// ref, event}, and kept, so a popup opened again (Chrome closed it when a
+// prompt took the focus) shows the run it started.
+import { ensureOffscreen, isOffscreen } from './offdoc.js';
+
+// The latest runs, by ref: {ref, agentId, output, denials, startMs, result}.
+const KEEP = 8;
+const MAX_KEPT_OUTPUT = (1 << 20) + 4096; // the worker cuts a run's output at 1 MiB
+const runs = new Map();
+
+const toOffscreen = (msg) => chrome.runtime.sendMessage({ ...msg, target: 'python' });
+const bad = (error) => ({ success: false, code: 'bad_request', error });
+
+export async function pythonStart(msg) {
+  const ref = String(msg.ref || '');
+  if (!/^[A-Za-z0-9-]{8,64}$/.test(ref) || runs.has(ref)) return bad('python-start needs a fresh ref');
+  if (typeof msg.agentId !== 'string' || !msg.agentId) return bad('python-start needs an agentId');
+  await ensureOffscreen();
+  runs.set(ref, { ref, agentId: msg.agentId, output: '', denials: [], startMs: null, result: null });
+  while (runs.size > KEEP) runs.delete(runs.keys().next().value);
+  return toOffscreen({ op: 'start', ref, agentId: msg.agentId, input: String(msg.input ?? ''),
+    tabId: Number.isInteger(msg.tabId) ? msg.tabId : undefined, sessionId: String(msg.sessionId || '') });
+}
+
+export function pythonProgress(msg, sender) {
+  if (!isOffscreen(sender)) return { success: false, code: 'permission_not_granted', error: 'only the offscreen document reports runs' };
+  const run = runs.get(String(msg.ref));
+  const ev = msg.event || {};
+  if (run) {
+    if (ev.kind === 'output' && run.output.length < MAX_KEPT_OUTPUT) run.output += String(ev.text ?? '');
+    if (ev.kind === 'denial') run.denials.push(ev.denial);
+    if (ev.kind === 'started') run.startMs = ev.startMs;
+    if (ev.kind === 'end') run.result = ev.result;
+  }
+  chrome.runtime.sendMessage({ type: 'python-event', ref: String(msg.ref), event: ev }).catch(() => {});
+  return { success: true, data: {} };
+}
+
+export async function pythonStop(msg) {
+  if (!runs.get(String(msg.ref))) return bad('no such run');
+  await ensureOffscreen();
+  return toOffscreen({ op: 'stop', ref: String(msg.ref) });
+}
+
+// pythonRuns lists the kept runs, newest last, with what they printed.
+export const pythonRuns = () => ({ success: true, data: { runs: [...runs.values()] } });
+
+// pythonWarm has a Pyodide loaded ahead of the next run; pythonState says
+// whether one is ready (the popup shows it; the tests wait on it).
+export async function pythonWarm() {
+  await ensureOffscreen();
+  return toOffscreen({ op: 'warm' });
+}
+
+export async function pythonState() {
+  await ensureOffscreen();
+  return toOffscreen({ op: 'state' });
+}

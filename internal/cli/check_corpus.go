@@ -1,0 +1,316 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/workspace"
+)
+
+// The hostile corpus nmhost check tries, one family of rules a function.
+
+// checkURLs tries URL spellings that hide the canary's address, or another
+// host behind a listed one.
+func checkURLs(ctx context.Context, srv *checkServers, acl *netproxy.ACL) []checkResult {
+	cp := srv.canaryPort()
+	listed := "example.com"
+	if ns := listedNames(acl, 1); len(ns) > 0 {
+		listed = ns[0].Host
+	}
+	type c struct {
+		u        string
+		code     mediator.Code
+		loopback bool // refused only because loopback is not listed
+	}
+	cases := []c{
+		{"http://2130706433:" + cp + "/", mediator.CodeNonCanonicalHost, false},
+		{"http://0x7f000001:" + cp + "/", mediator.CodeNonCanonicalHost, false},
+		{"http://0177.0.0.1:" + cp + "/", mediator.CodeNonCanonicalHost, false},
+		{"http://0x7f.0.0.1:" + cp + "/", mediator.CodeNonCanonicalHost, false},
+		{"http://127.1:" + cp + "/", mediator.CodeNonCanonicalHost, false},
+		{"http://\uff11\uff12\uff17.\uff10.\uff10.\uff11:" + cp + "/", mediator.CodeNonCanonicalHost, false},
+		{"http://127\u30020\u30020\u30021:" + cp + "/", mediator.CodeNonCanonicalHost, false},
+		{"http://%31%32%37.0.0.1:" + cp + "/", mediator.CodeNonCanonicalHost, false},
+		{"http://127.0.0.1:" + cp + "/", mediator.CodeHostNotAllowed, true},
+		{"http://127.0.0.1.:" + cp + "/", mediator.CodeHostNotAllowed, true},
+		{"http://[::ffff:127.0.0.1]:" + cp + "/", mediator.CodeHostNotAllowed, true},
+		{"http://[0:0:0:0:0:ffff:7f00:1]:" + cp + "/", mediator.CodeHostNotAllowed, true},
+		{"http://[::1]:" + cp + "/", mediator.CodeHostNotAllowed, true},
+		{"http://[::127.0.0.1]:" + cp + "/", mediator.CodeHostNotAllowed, true},
+		{"http://localhost:" + cp + "/", mediator.CodeHostNotAllowed, true},
+		{"http://[fe80::1%25lo]:" + cp + "/", mediator.CodeInvalidURL, false},
+		{"http://" + listed + "@127.0.0.1:" + cp + "/", mediator.CodeInvalidURL, false},
+		{"http://" + listed + ":" + cp + "@127.0.0.1:" + cp + "/", mediator.CodeInvalidURL, false},
+		{"http://" + listed + "\\@127.0.0.1:" + cp + "/", mediator.CodeInvalidURL, false},
+		{"http://127.0.0.1:" + cp + "\\@" + listed + "/", mediator.CodeInvalidURL, false},
+		{"http://127.0.0.1:" + cp + "\\" + listed + "/", mediator.CodeInvalidURL, false},
+		{"http://" + listed + ".check.invalid:" + cp + "/", mediator.CodeHostNotAllowed, false},
+		{"http://check-" + listed + ":" + cp + "/", mediator.CodeHostNotAllowed, false},
+		{"file:///etc/passwd", mediator.CodeSchemeNotAllowed, false},
+		{"gopher://127.0.0.1:" + cp + "/", mediator.CodeSchemeNotAllowed, false},
+	}
+	if l, ok := lookalike(listed); ok {
+		cases = append(cases, c{"http://" + l + ":" + cp + "/", mediator.CodeHostNotAllowed, false})
+	}
+	f := srv.fetcher(checkResolver{})
+	defer f.CloseIdleConnections()
+	loop := coversLoopback(acl)
+	var out []checkResult
+	for _, k := range cases {
+		r := checkResult{class: "url", tried: "GET " + k.u, want: codeWant(k.code)}
+		if k.loopback && loop {
+			r.skip = "the profile lists loopback itself, so the canary is allowed"
+			out = append(out, r)
+			continue
+		}
+		code, _, refused := fetchOutcome(ctx, f, acl, k.u)
+		r.got, r.ok = codeGot(code, refused), refused && code == k.code
+		out = append(out, r)
+	}
+	return out
+}
+
+// checkRedirects: a loopback redirector the check allows (beside the
+// agent's own entries, deny entries included) redirects to the canary in
+// several spellings; each hop must be refused.
+func checkRedirects(ctx context.Context, srv *checkServers, entries []string) []checkResult {
+	cp := srv.canaryPort()
+	list := append(slices.Clone(entries), srv.redirectorAddr)
+	acl, err := netproxy.NewACL(list)
+	if err != nil {
+		return []checkResult{{class: "redirect", tried: "allow the check's redirector", skip: "cannot add it: " + err.Error()}}
+	}
+	res := checkResolver{}
+	name := ""
+	if ns := listedNames(acl, 1); len(ns) > 0 {
+		name = "check-redirect." + ns[0].Host
+		res[name] = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	}
+	f := srv.fetcher(res)
+	defer f.CloseIdleConnections()
+	loop := coversLoopback(acl) // the redirector entry names a port: only the agent's entries count
+	type c struct {
+		to       string
+		code     mediator.Code
+		loopback bool
+	}
+	cases := []c{
+		{"http://127.0.0.1:" + cp + "/", mediator.CodeHostNotAllowed, true},
+		{"//127.0.0.1:" + cp + "/", mediator.CodeHostNotAllowed, true},
+		{"http://localhost:" + cp + "/", mediator.CodeHostNotAllowed, true},
+		{"http://[::ffff:127.0.0.1]:" + cp + "/", mediator.CodeHostNotAllowed, true},
+		{"http://2130706433:" + cp + "/", mediator.CodeNonCanonicalHost, false},
+		{"http://" + srv.redirectorAddr + "@127.0.0.1:" + cp + "/", mediator.CodeInvalidURL, false},
+		{"file:///etc/passwd", mediator.CodeSchemeNotAllowed, false},
+	}
+	if name != "" {
+		cases = append(cases, c{"http://" + name + ":" + cp + "/", mediator.CodePrivateAddress, false})
+	}
+	var out []checkResult
+	for _, k := range cases {
+		u := "http://" + srv.redirectorAddr + "/r?" + url.Values{"to": {k.to}}.Encode()
+		r := checkResult{class: "redirect", tried: "302 to " + k.to, want: codeWant(k.code) + " at hop 1"}
+		if k.loopback && loop {
+			r.skip = "the profile lists loopback itself, so the canary is allowed"
+			out = append(out, r)
+			continue
+		}
+		code, hop, refused := fetchOutcome(ctx, f, acl, u)
+		if refused && hop == 0 {
+			r.skip = fmt.Sprintf("the agent's own entries refuse the redirector itself (%s)", code)
+			out = append(out, r)
+			continue
+		}
+		r.got = codeGot(code, refused)
+		if refused {
+			r.got += fmt.Sprintf(" at hop %d", hop)
+		}
+		r.ok = refused && code == k.code && hop == 1
+		out = append(out, r)
+	}
+	return out
+}
+
+// privateAnswers are what a listed name is made to resolve to: each must
+// be refused, because only an entry that names an address (or range)
+// reaches a non-public one, never a name.
+var privateAnswers = []string{"127.0.0.1", "::1", "::ffff:127.0.0.1", "10.0.0.1", "192.168.0.1", "100.64.0.1",
+	"169.254.169.254", "fd00::1", "0.0.0.0"}
+
+// checkPrivateNames makes names the agent's entries allow resolve to
+// private addresses (from a table, not DNS).
+func checkPrivateNames(ctx context.Context, srv *checkServers, acl *netproxy.ACL) []checkResult {
+	names := listedNames(acl, 3)
+	if len(names) == 0 {
+		return []checkResult{{class: "dns", tried: "names resolving to private addresses", skip: "the profile lists no names"}}
+	}
+	cp := srv.canaryPort()
+	res := checkResolver{}
+	type c struct{ u, host, addr string }
+	var cases []c
+	for i, e := range names {
+		for j, a := range privateAnswers {
+			host := fmt.Sprintf("check-%d-%d.%s", i, j, e.Host)
+			res[host] = []netip.Addr{netip.MustParseAddr(a)}
+			scheme := e.Scheme
+			if scheme == "" {
+				scheme = "http"
+			}
+			port := cp
+			if e.Port != 0 {
+				port = fmt.Sprint(e.Port)
+			}
+			cases = append(cases, c{scheme + "://" + host + ":" + port + "/", host, a})
+		}
+	}
+	f := srv.fetcher(res)
+	defer f.CloseIdleConnections()
+	var out []checkResult
+	for _, k := range cases {
+		r := checkResult{class: "dns", tried: "GET " + k.u + " (" + k.host + " -> " + k.addr + ")", want: "refused (private_address or host_not_allowed)"}
+		code, _, refused := fetchOutcome(ctx, f, acl, k.u)
+		r.got = codeGot(code, refused)
+		r.ok = refused && (code == mediator.CodePrivateAddress || code == mediator.CodeHostNotAllowed)
+		out = append(out, r)
+	}
+	return out
+}
+
+// checkOperations decides each row of the operation table against the
+// agent's grants at the level, with nobody to answer a prompt. What should
+// happen is read from the row and the grants, not from the policy: no
+// grant, no operation; a row that needs confirmation runs only at a high
+// level (REQUIRES_CONFIRMATION) or by a remembered "always allow".
+func checkOperations(ctx context.Context, pol *mediator.Policy, rec mediator.AgentRecord, level string) []checkResult {
+	held := map[mediator.Permission]bool{}
+	for _, g := range rec.Grants {
+		held[g.Permission] = true
+	}
+	var out []checkResult
+	for _, row := range mediator.Operations() {
+		op := mediator.Operation{AgentID: rec.Profile.AgentID, Permission: row.Permission, Name: row.Name, Method: row.Method, SessionLevel: level}
+		label := row.Name
+		switch {
+		case row.Name == mediator.OpNetworkFetch:
+			op.URL, op.Host = "https://check.invalid/", "check.invalid"
+			label += " " + row.Method
+		case strings.HasPrefix(row.Name, mediator.OpShellPrefix):
+			op = mediator.ShellOp(rec.Profile.AgentID, level, mediator.ShellStep{Command: strings.TrimPrefix(row.Name, mediator.OpShellPrefix),
+				Writes: !row.ReadOnly})
+		case row.Target == "origin":
+			op.Origin = "https://check.invalid"
+		case row.Name == mediator.OpWorkspaceRead || row.Name == mediator.OpWorkspaceWrite:
+			op.Path = "check.txt"
+		}
+		d := pol.Decide(ctx, op)
+		r := checkResult{class: "operation", tried: label + " (" + string(row.Class) + ")"}
+		byPref := strings.HasPrefix(d.DecidedBy, "preference:")
+		switch {
+		case row.Permission != "" && !held[row.Permission]:
+			r.want = "refused: " + string(row.Permission) + " is not granted"
+			r.ok = !d.Allowed && !d.RequiresPrompt
+		case row.Class == mediator.AlwaysConfirm:
+			r.want = "not run without a person's answer"
+			r.ok = !d.Allowed || byPref
+		case row.Class == mediator.RequiresConfirmation && level != mediator.LevelHigh:
+			r.want = "not run without a person's answer at level " + level
+			r.ok = !d.Allowed || byPref
+		default:
+			r.want = "decided by its grants, capabilities and level"
+			r.ok = true
+		}
+		r.got = describeDecision(d)
+		out = append(out, r)
+	}
+	return out
+}
+
+func describeDecision(d mediator.PolicyDecision) string {
+	switch {
+	case d.Allowed:
+		return "allowed (" + d.DecidedBy + ")"
+	case d.RequiresPrompt:
+		return "needs a prompt, which nobody answers (" + string(d.Code) + ")"
+	}
+	return "refused (" + string(d.Code) + ")"
+}
+
+// checkOrigins: a page write for an origin the person never approved is
+// not run without asking, and an "always allow" remembered for one origin
+// does not carry over to another.
+func checkOrigins(ctx context.Context, pol *mediator.Policy, rec mediator.AgentRecord, prefs []mediator.Preference, level string) []checkResult {
+	origins := []string{"https://other-origin.check.invalid"}
+	for _, p := range prefs {
+		if p.Operation == mediator.OpPageSetElementText && p.Answer == mediator.AnswerAlwaysAllow && p.Target != "" {
+			// The same host on another port, and another scheme: other origins.
+			if u, err := url.Parse(p.Target); err == nil && u.Hostname() != "" {
+				origins = append(origins, "https://"+u.Hostname()+":1", "http://"+u.Hostname()+":1")
+			}
+		}
+	}
+	var out []checkResult
+	for _, o := range origins {
+		op := mediator.Operation{AgentID: rec.Profile.AgentID, Permission: mediator.PermPageWrite, Name: mediator.OpPageSetElementText,
+			Origin: o, Selector: "#check", TextLength: 1, SessionLevel: level}
+		d := pol.Decide(ctx, op)
+		r := checkResult{class: "origin", tried: "page.write.setElementText on " + o, want: "not run without a person's answer for that origin", got: describeDecision(d)}
+		r.ok = !d.Allowed || (level == mediator.LevelHigh && d.DecidedBy == "level:high")
+		out = append(out, r)
+	}
+	return out
+}
+
+// checkWorkspace tries to leave a temporary workspace (never the person's
+// own): each attempt must be refused with path_not_allowed and leave the
+// directory beside it untouched.
+func checkWorkspace(dir string) []checkResult {
+	outside := filepath.Join(filepath.Dir(dir), "outside")
+	if err := os.MkdirAll(outside, 0o700); err != nil {
+		return []checkResult{{class: "workspace", tried: "make a temporary workspace", skip: err.Error()}}
+	}
+	ws, err := workspace.Open(dir, workspace.Limits{})
+	if err != nil {
+		return []checkResult{{class: "workspace", tried: "make a temporary workspace", skip: err.Error()}}
+	}
+	defer ws.Close()
+	type c struct {
+		tried string
+		do    func() error
+	}
+	cases := []c{
+		{"write ../outside/x", func() error { return ws.WriteFile("../outside/x", []byte("x"), false) }},
+		{"write " + filepath.Join(outside, "x") + " (absolute)", func() error { return ws.WriteFile(filepath.Join(outside, "x"), []byte("x"), false) }},
+		{"read ../../etc/passwd", func() error { _, err := ws.ReadFile("../../etc/passwd", 1<<10); return err }},
+		{"write a\\x00b (NUL)", func() error { return ws.WriteFile("a\x00b", []byte("x"), false) }},
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link")); err == nil {
+		cases = append(cases,
+			c{"write link/x (a link out)", func() error { return ws.WriteFile("link/x", []byte("x"), false) }},
+			c{"read link/../.. (through a link)", func() error { _, err := ws.ReadFile("link/../../x", 1<<10); return err }})
+	}
+	var out []checkResult
+	for _, k := range cases {
+		err := k.do()
+		r := checkResult{class: "workspace", tried: k.tried, want: "refused (path_not_allowed)"}
+		switch {
+		case err == nil:
+			r.got = "not refused"
+		default:
+			r.got = "refused (" + string(mediator.CodeOf(err)) + ")"
+			r.ok = mediator.CodeOf(err) == mediator.CodePathNotAllowed
+		}
+		out = append(out, r)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		out = append(out, checkResult{class: "workspace", tried: "the directory beside the workspace", want: "untouched", got: fmt.Sprintf("%d entries appeared", len(ents))})
+	}
+	return out
+}

@@ -115,6 +115,7 @@ func TestThreeMegabyteResponseArrivesIntact(t *testing.T) {
 
 func TestHostKilledMidSessionReconnects(t *testing.T) {
 	opts := page(t, extURL("options.html"))
+	waitForBundledAgents(t, opts)
 	if r := hostCall(t, opts, "hello", nil); !r.Success {
 		t.Fatalf("hello: %s %s", r.Code, r.Error)
 	}

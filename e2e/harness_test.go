@@ -30,9 +30,12 @@ const ExtensionID = "kfdflodbjjhffjcgfmobmhlinchkhdlj"
 var (
 	nmhostBin string
 	dataDir   string
-	artifacts string
-	modules   = map[string][]byte{} // example agents built for wasip1
-	browser   context.Context       // the one Chromium of this test binary
+	// chromiumProfile holds the host manifest nmhost install wrote
+	// (TestHostOfAnotherProtocolGetsNothing points it elsewhere for a while).
+	chromiumProfile string
+	artifacts       string
+	modules         = map[string][]byte{} // example agents built for wasip1
+	browser         context.Context       // the one Chromium of this test binary
 )
 
 func TestMain(m *testing.M) {
@@ -87,6 +90,9 @@ func setup(m *testing.M) (int, error) {
 	if err := os.RemoveAll(filepath.Join(ext, "agents")); err != nil {
 		return 1, err
 	}
+	if err := grantClipboard(filepath.Join(ext, "manifest.json")); err != nil {
+		return 1, err
+	}
 	build := exec.Command("bash", "../scripts/build-agents.sh")
 	build.Env = append(os.Environ(), "AGENTS_OUT="+filepath.Join(ext, "agents"))
 	if out, err := build.CombinedOutput(); err != nil {
@@ -105,6 +111,7 @@ func setup(m *testing.M) (int, error) {
 	}
 	dataDir = filepath.Join(work, "data")
 	profile := filepath.Join(work, "chromium-profile")
+	chromiumProfile = profile
 	install := exec.Command(nmhostBin, "install", "--extension-id", ExtensionID, "--browser", "chromium", "--user-data-dir", profile)
 	install.Env = append(os.Environ(), "NMHOST_DATA_DIR="+dataDir)
 	if out, err := install.CombinedOutput(); err != nil {
@@ -493,4 +500,29 @@ func noPromptWithin(t testing.TB, d time.Duration) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// grantClipboard makes the copy's clipboard permissions required ones:
+// the extension asks for them as optional permissions on a person's
+// click, and Chrome's own prompt for them is a window the automation
+// cannot answer. The copy stands for a browser whose person has granted
+// them; notifications stays optional, so TestOptionalPermissionIsAskedFirst
+// shows the path where Chrome has not given one.
+func grantClipboard(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	perms, _ := m["permissions"].([]any)
+	m["permissions"] = append(perms, "clipboardRead", "clipboardWrite")
+	m["optional_permissions"] = []any{"notifications"}
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o644)
 }

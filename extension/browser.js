@@ -1,4 +1,5 @@
 import { native } from './native.js';
+import { chromePermissionFor, hasChromePermission } from './chromeperms.js';
 import { ensureOffscreen } from './offdoc.js';
 
 // Performs the host's browser-call requests: page calls through the page
@@ -82,6 +83,12 @@ async function pageCall(m) {
 export async function browserCall(m) {
   const call = String(m.call || '');
   if (call.startsWith('page.')) return pageCall(m);
+  // Clipboard and notifications are optional Chrome permissions
+  // (chromeperms.js): without the one a call needs, it is refused here,
+  // named, and the host records the refusal.
+  if (!(await hasChromePermission(call))) {
+    return fail('permission_not_granted', `Chrome has not given this extension ${chromePermissionFor(call)}; grant ${call} to ${m.agentId} again in the options page, which asks Chrome for it`);
+  }
   if (call === 'clipboard.read' || call === 'clipboard.write') {
     await ensureOffscreen();
     return chrome.runtime.sendMessage({ target: 'offscreen', call, text: m.params?.text ?? '' });

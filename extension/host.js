@@ -30,3 +30,14 @@ export function el(tag, text, attrs = {}) {
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   return e;
 }
+
+// showHostProblem asks the host hello and, when its protocol version is
+// not this extension's (or no host answers), says so in element id, in
+// the words native.js chose: which side is older and what to update.
+export async function showHostProblem(id) {
+  const r = await host('hello');
+  const line = document.getElementById(id);
+  if (!line) return;
+  line.hidden = r.success;
+  line.textContent = r.success ? '' : `nmhost cannot be used: ${r.error} [${r.code}]`;
+}

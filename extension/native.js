@@ -5,8 +5,27 @@
 // setHostHandlers, and so do its notices (prompt-cancel), which take no
 // answer. Others learn when a host process starts and ends (onConnect,
 // onDisconnect): the audit check runs on each start.
+//
+// Each new host process is asked `hello` before anything else is sent to
+// it: a host that speaks another protocol version than this extension
+// gets no request at all, and every request fails with protocol_mismatch
+// saying which side is older, instead of a reply read in the wrong shape.
 
 export const HOST_NAME = 'com.agentgate.nmhost';
+
+// PROTOCOL is the version of docs/protocol.md this extension speaks; the
+// host reports its own in hello (data.protocol).
+export const PROTOCOL = 2;
+
+// protocolProblem says, for people, why a host that reported version got
+// no requests; null when the versions match.
+export function protocolProblem(version) {
+  if (version === PROTOCOL) return null;
+  if (!Number.isInteger(version)) return `nmhost did not report a protocol version (this extension speaks ${PROTOCOL}): reinstall nmhost`;
+  return version < PROTOCOL
+    ? `nmhost speaks protocol ${version}, older than this extension's ${PROTOCOL}: update nmhost (go build ./cmd/nmhost, then nmhost install)`
+    : `nmhost speaks protocol ${version}, newer than this extension's ${PROTOCOL}: update the extension`;
+}
 
 export class HostError extends Error {
   constructor(code, message) {
@@ -29,7 +48,9 @@ class NativeHost {
     this.hostHandlers = {};
     this.connectListeners = [];
     this.disconnectListeners = [];
+    this.ready = null; // the current connection's hello: {ok, hello} or {ok: false, code, message}
   }
+
 
   // onConnect(fn) calls fn after each new connection (a host process
   // started); onDisconnect(fn) after it ends.
@@ -58,8 +79,14 @@ class NativeHost {
       for (const fn of this.disconnectListeners) fn();
     });
     this.port = port;
-    // After the caller's first message is posted: a listener that sends
-    // its own request finds the port in place.
+    this.ready = this.send('hello', {}, { timeoutMs: 30000 }).then((r) => {
+      if (!r?.success) return { ok: false, code: r?.code || 'host_unavailable', message: r?.error || 'hello failed' };
+      const problem = protocolProblem(r.data?.protocol);
+      if (problem) return { ok: false, code: 'protocol_mismatch', message: problem, hello: r.data };
+      return { ok: true, hello: r.data };
+    }, (e) => ({ ok: false, code: e.code || 'host_unavailable', message: String(e.message || e) }));
+    // After hello is posted: a listener that sends its own request finds
+    // the port in place, and its request waits for hello's answer.
     queueMicrotask(() => { for (const fn of this.connectListeners) fn(); });
     return port;
   }
@@ -68,7 +95,18 @@ class NativeHost {
   // ({success, data} or {success: false, code, error}).
   // onSent(id), when given, learns the request's id once it is sent: a
   // caller that may have to end the request uses it with cancel.
-  request(type, params = {}, { timeoutMs = 120000, onEvent, onSent } = {}) {
+  // Nothing is sent before the host's own hello has shown its protocol
+  // version matches (a caller's hello is sent afresh: it asks whether the
+  // host is alive now).
+  async request(type, params = {}, opts = {}) {
+    this.connect();
+    const ready = await this.ready;
+    if (!ready.ok) throw new HostError(ready.code, ready.message);
+    return this.send(type, params, opts);
+  }
+
+  // send posts one request on the current port (connecting if needed).
+  send(type, params = {}, { timeoutMs = 120000, onEvent, onSent } = {}) {
     return new Promise((resolve, reject) => {
       const id = `x${this.next++}`;
       const done = (fn) => (v) => {

@@ -4,7 +4,8 @@
 // the audit trail's checkpoint is the service worker's (audit.js), which
 // checks it again each time this page opens, and the line follows every
 // later check.
-import { host, el } from './host.js';
+import { host, el, showHostProblem } from './host.js';
+import { chromePermissionFor, askChromePermission } from './chromeperms.js';
 import { startPython } from './pyclient.js';
 import { currentSession, setCurrentSession, startSession } from './sessions.js';
 import { showAudit, followAudit } from './auditview.js';
@@ -19,6 +20,7 @@ async function loadAgents() {
   const r = await host('list-agents');
   if (!r.success) throw new Error(`${r.code}: ${r.error}`);
   const agents = r.data.agents || [];
+  const held = new Set((await chrome.permissions.getAll()).permissions || []);
   const py = agents.filter((a) => a.profile.runtime === 'python' && a.moduleSha256);
   const chosen = $('py-agent').value;
   $('py-agent').replaceChildren(...py.map((a) => el('option', a.profile.agentId, { value: a.profile.agentId })));
@@ -33,12 +35,27 @@ async function loadAgents() {
         refresh();
       });
       grants.append(b, ' ');
+      // A grant the extension cannot serve until Chrome gives it an
+      // optional permission: the person's click here asks Chrome.
+      const needs = chromePermissionFor(g.permission);
+      if (needs && !held.has(needs)) {
+        const c = el('button', `let Chrome give ${needs}`, { 'data-agent': p.agentId, 'data-permission': g.permission, class: 'chrome-allow' });
+        c.addEventListener('click', async () => {
+          await askChromePermission(g.permission);
+          refresh();
+        });
+        grants.append(c, ' ');
+      }
     }
     // A revoke stays until the user grants again, here or with
     // `nmhost grant AGENT PERMISSION`; re-installing does not undo it.
     for (const perm of a.revoked || []) {
       const b = el('button', `grant ${perm} again`, { 'data-agent': p.agentId, 'data-permission': perm, class: 'regrant' });
       b.addEventListener('click', async () => {
+        // Chrome's permission first, while the click still counts as the
+        // person's gesture; the grant stands even if Chrome's is refused
+        // (the calls that need it are then refused, named).
+        await askChromePermission(perm).catch(() => false);
         await host('grant', { agentId: p.agentId, permission: perm });
         refresh();
       });
@@ -89,6 +106,7 @@ async function loadDenials() {
 }
 
 async function refresh() {
+  showHostProblem('host-problem');
   try {
     await loadAgents();
     await Promise.all([loadPrefs(), loadDenials()]);

@@ -3,7 +3,7 @@
 // denials as they stream in. The person picks the session here or starts
 // a new one (medium); a run with no current session starts one, which then
 // becomes current.
-import { host, el } from './host.js';
+import { host, el, showHostProblem } from './host.js';
 import { startPython, stopPython, latestPython, followPython, warmPython, pyodideMissing } from './pyclient.js';
 import { currentSession, setCurrentSession, listSessions, startSession } from './sessions.js';
 import { showAudit, followAudit } from './auditview.js';
@@ -33,12 +33,12 @@ async function showSessions() {
     current = '';
     await setCurrentSession('');
   }
-  const options = list.map((s) => el('option', `${s.sessionId} (${s.settings.permission_level})`, { value: s.sessionId }));
+  const options = list.map((s) => el('option', `${s.sessionId} (${s.settings.permissionLevel})`, { value: s.sessionId }));
   options.unshift(el('option', 'a new session (medium)', { value: '' }));
   $('session').replaceChildren(...options);
   $('session').value = current;
   const cur = list.find((s) => s.sessionId === current);
-  $('session-current').textContent = cur ? `${cur.sessionId} (${cur.settings.permission_level})` : 'a new one at the next run (medium)';
+  $('session-current').textContent = cur ? `${cur.sessionId} (${cur.settings.permissionLevel})` : 'a new one at the next run (medium)';
   $('session-current').dataset.session = current;
 }
 
@@ -66,6 +66,7 @@ async function ranIn(sessionId) {
 }
 
 async function init() {
+  await showHostProblem('host-problem');
   await showSessions();
   const r = await host('list-agents');
   const agents = r.success ? r.data.agents : [];

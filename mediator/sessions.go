@@ -9,7 +9,7 @@ import (
 // level its runs get and its workspace. The zero value is not stored; a new
 // session starts at LevelMedium.
 type SessionSettings struct {
-	PermissionLevel string           `json:"permission_level"`
+	PermissionLevel string           `json:"permissionLevel"`
 	Workspace       SessionWorkspace `json:"workspace"`
 }
 
@@ -17,8 +17,8 @@ type SessionSettings struct {
 // chosen by the store, never by the caller, so a client cannot point a
 // session at a directory of its choosing.
 type SessionWorkspace struct {
-	Mode    string `json:"mode"`     // always "session": one directory per session
-	RootDir string `json:"root_dir"` // <data dir>/session-workspaces/<encoded session id>
+	Mode    string `json:"mode"`    // always "session": one directory per session
+	RootDir string `json:"rootDir"` // <data dir>/session-workspaces/<encoded session id>
 }
 
 // WorkspaceModeSession is the only workspace mode: each session has its own.

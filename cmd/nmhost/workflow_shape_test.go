@@ -76,7 +76,7 @@ func TestWorkflowResultHasOneShape(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if err := c.WriteJSON(map[string]any{"type": "run-workflow", "run_id": "shape", "workflow": json.RawMessage(shapeWorkflow)}); err != nil {
+			if err := c.WriteJSON(map[string]any{"type": "run-workflow", "runId": "shape", "workflow": json.RawMessage(shapeWorkflow)}); err != nil {
 				t.Fatal(err)
 			}
 			c.SetReadDeadline(time.Now().Add(30 * time.Second))

@@ -132,3 +132,41 @@ func TestOneRunConstructor(t *testing.T) {
 		t.Fatalf("wasmhost.RunSpec is built in %v; only internal/runs may build one", where)
 	}
 }
+
+// TestWireNamesAreCamelCase: every JSON member name in a struct tag is
+// camelCase, outside the formats others define (Chrome's host manifest:
+// package manifest, and the tests that read it) and the separate tools
+// module.
+func TestWireNamesAreCamelCase(t *testing.T) {
+	planted, err := WireNames("p.go", []byte("package p\n\ntype T struct {\n\tA string `json:\"run_id,omitempty\"`\n\tB string `json:\"runId\"`\n\tC string `json:\"-\"`\n}\n"))
+	if err != nil || len(planted) != 1 || planted[0] != `p.go:4: "run_id"` {
+		t.Fatalf("a planted snake_case member: %v %v", planted, err)
+	}
+	root := filepath.Join("..", "..")
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != root && (d.Name() == "testdata" || d.Name() == "tools" || d.Name() == "manifest" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		names, err := WireNames(filepath.ToSlash(p), src)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			t.Errorf("%s: a JSON member that is not camelCase (docs/protocol.md, hello)", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -32,7 +32,7 @@ func runSessionSet(ctx context.Context, env Env) error {
 	}
 	patch := map[string]any{}
 	if level != "" {
-		patch["permission_level"] = level
+		patch["permissionLevel"] = level
 	}
 	raw, _ := json.Marshal(patch)
 	st, err := openStore(env)

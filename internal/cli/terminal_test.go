@@ -47,7 +47,7 @@ func hostileWorkspace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.UpdateSessionSettings(context.Background(), "s1", []byte(`{"permission_level":"medium"}`)); err != nil {
+	if _, err := st.UpdateSessionSettings(context.Background(), "s1", []byte(`{"permissionLevel":"medium"}`)); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range hostileNames {

@@ -281,7 +281,7 @@ func TestPythonMemory(t *testing.T) {
 	h.mustOK("install-agent", map[string]any{"profile": pyProfile("pymem", []string{"memory"}),
 		"module": "await restricted_api.memory_write('x')\nawait restricted_api.memory_search('x')\n"}, nil)
 	for _, s := range []struct{ id, level string }{{"notes", "high"}, {"other", "high"}, {"lowly", "low"}} {
-		if _, err := h.st.UpdateSessionSettings(context.Background(), s.id, []byte(`{"permission_level":"`+s.level+`"}`)); err != nil {
+		if _, err := h.st.UpdateSessionSettings(context.Background(), s.id, []byte(`{"permissionLevel":"`+s.level+`"}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -354,7 +354,7 @@ func TestPythonShell(t *testing.T) {
 		h.mustOK("install-agent", map[string]any{"profile": prof, "module": "await restricted_api.shell('ls')\n"}, nil)
 	}
 	for _, s := range []struct{ id, level string }{{"desk", "medium"}, {"other", "medium"}, {"lowly", "low"}} {
-		if _, err := h.st.UpdateSessionSettings(context.Background(), s.id, []byte(`{"permission_level":"`+s.level+`"}`)); err != nil {
+		if _, err := h.st.UpdateSessionSettings(context.Background(), s.id, []byte(`{"permissionLevel":"`+s.level+`"}`)); err != nil {
 			t.Fatal(err)
 		}
 	}

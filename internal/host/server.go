@@ -33,7 +33,7 @@ const MemoryLimit = 192 << 20
 
 // ProtocolVersion is reported by "hello"; it changes only when a reply's
 // shape changes incompatibly.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // Options configures Serve. Store and Fetcher are required (Authorizer
 // has a default, the policy over Store);

@@ -28,7 +28,7 @@ func TestRunsWorkInTheirSession(t *testing.T) {
 	installFiles(h)
 	ctx := context.Background()
 	for _, id := range []string{"s1", "s2"} {
-		if _, err := h.st.UpdateSessionSettings(ctx, id, []byte(`{"permission_level":"medium"}`)); err != nil {
+		if _, err := h.st.UpdateSessionSettings(ctx, id, []byte(`{"permissionLevel":"medium"}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,7 +146,7 @@ func TestEveryRunKindHasASession(t *testing.T) {
 	installFiles(h)
 	h.mustOK("install-agent", map[string]any{"profile": pyProfile("py", []string{"console.log"}), "module": pySource}, nil)
 	ctx := context.Background()
-	if _, err := h.st.UpdateSessionSettings(ctx, "s/1", []byte(`{"permission_level":"medium"}`)); err != nil {
+	if _, err := h.st.UpdateSessionSettings(ctx, "s/1", []byte(`{"permissionLevel":"medium"}`)); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("python-run", func(t *testing.T) {

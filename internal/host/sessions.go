@@ -56,7 +56,7 @@ func handleSetSession(ctx context.Context, s *server, req *request) (any, error)
 	}
 	patch := map[string]string{}
 	if p.Level != "" {
-		patch["permission_level"] = p.Level
+		patch["permissionLevel"] = p.Level
 	}
 	raw, _ := json.Marshal(patch)
 	set, err := s.opts.Store.UpdateSessionSettings(ctx, p.SessionID, raw)

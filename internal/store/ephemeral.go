@@ -50,7 +50,7 @@ func (s *Store) newEphemeralSession(ctx context.Context, level string) (string, 
 	if err != nil {
 		return "", fmt.Errorf("session[%s]: %w", id, storeErr("list as ephemeral", err))
 	}
-	patch, _ := json.Marshal(map[string]string{"permission_level": level})
+	patch, _ := json.Marshal(map[string]string{"permissionLevel": level})
 	if _, err := s.UpdateSessionSettings(ctx, id, patch); err != nil {
 		return "", errors.Join(err, s.DeleteEphemeralSession(context.WithoutCancel(ctx), id))
 	}

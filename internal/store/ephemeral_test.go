@@ -65,7 +65,7 @@ func useRun(t *testing.T, s *Store, in Run) {
 func TestRunWithoutSessionLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, t.TempDir())
-	if _, err := s.UpdateSessionSettings(ctx, "named", []byte(`{"permission_level":"low"}`)); err != nil {
+	if _, err := s.UpdateSessionSettings(ctx, "named", []byte(`{"permissionLevel":"low"}`)); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

@@ -47,13 +47,13 @@ func (s *Store) SessionSettings(ctx context.Context, id string) (mediator.Sessio
 // sessionPatch is the untrusted settings object of a PUT. Pointers tell
 // "absent" (keep) from "present".
 type sessionPatch struct {
-	PermissionLevel *string         `json:"permission_level"`
+	PermissionLevel *string         `json:"permissionLevel"`
 	Workspace       json.RawMessage `json:"workspace"`
 }
 
 type workspacePatch struct {
 	Mode    *string `json:"mode"`
-	RootDir *string `json:"root_dir"`
+	RootDir *string `json:"rootDir"`
 }
 
 // UpdateSessionSettings merges patch, the JSON object under "settings" in a
@@ -114,11 +114,11 @@ func (s *Store) parseSessionPatch(id string, patch []byte) (sessionPatch, error)
 		return p, mediator.Errorf(mediator.CodeTooLarge, "settings are over %d bytes", MaxSessionPatchBytes)
 	}
 	if err := decodeStrict(patch, &p); err != nil {
-		return p, mediator.Errorf(mediator.CodeBadRequest, "settings must be a JSON object with permission_level and workspace: %v", err)
+		return p, mediator.Errorf(mediator.CodeBadRequest, "settings must be a JSON object with permissionLevel and workspace: %v", err)
 	}
 	if p.PermissionLevel != nil {
 		if *p.PermissionLevel == "" {
-			return p, mediator.Errorf(mediator.CodeInvalidLevel, "permission_level must be low, medium or high, not empty")
+			return p, mediator.Errorf(mediator.CodeInvalidLevel, "permissionLevel must be low, medium or high, not empty")
 		}
 		if _, err := mediator.ParseLevel(*p.PermissionLevel); err != nil {
 			return p, err
@@ -136,7 +136,7 @@ func (s *Store) parseSessionPatch(id string, patch []byte) (sessionPatch, error)
 			return p, mediator.Errorf(mediator.CodeBadRequest, "workspace mode %q is not supported; the only mode is %q", mediator.Truncate(*w.Mode, 32), mediator.WorkspaceModeSession)
 		}
 		if w.RootDir != nil && *w.RootDir != s.SessionWorkspaceDir(id) {
-			return p, mediator.Errorf(mediator.CodeBadRequest, "workspace root_dir is chosen by the host (%s), not by the client", s.SessionWorkspaceDir(id))
+			return p, mediator.Errorf(mediator.CodeBadRequest, "workspace rootDir is chosen by the host (%s), not by the client", s.SessionWorkspaceDir(id))
 		}
 	}
 	return p, nil

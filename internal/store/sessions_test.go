@@ -31,12 +31,12 @@ func TestSessionSettingsLifecycle(t *testing.T) {
 		t.Fatalf("workspace dir: %v %v", fi, err)
 	}
 
-	if set, err = s.UpdateSessionSettings(ctx, "chat-001", []byte(`{"permission_level":"low"}`)); err != nil || set.PermissionLevel != mediator.LevelLow {
+	if set, err = s.UpdateSessionSettings(ctx, "chat-001", []byte(`{"permissionLevel":"low"}`)); err != nil || set.PermissionLevel != mediator.LevelLow {
 		t.Fatalf("set low: %+v %v", set, err)
 	}
 	// A patch without a level keeps the stored one; a workspace naming the
 	// host's own root and mode is accepted.
-	patch := `{"workspace":{"mode":"session","root_dir":` + quote(root) + `}}`
+	patch := `{"workspace":{"mode":"session","rootDir":` + quote(root) + `}}`
 	if set, err = s.UpdateSessionSettings(ctx, "chat-001", []byte(patch)); err != nil || set.PermissionLevel != mediator.LevelLow {
 		t.Fatalf("workspace-only patch: %+v %v", set, err)
 	}
@@ -44,7 +44,7 @@ func TestSessionSettingsLifecycle(t *testing.T) {
 		t.Fatalf("read back %+v %v; want %+v", got, err, set)
 	}
 	// Sessions are separate: B's workspace is not A's.
-	b, err := s.UpdateSessionSettings(ctx, "chat-002", []byte(`{"permission_level":"high"}`))
+	b, err := s.UpdateSessionSettings(ctx, "chat-002", []byte(`{"permissionLevel":"high"}`))
 	if err != nil || b.Workspace.RootDir == set.Workspace.RootDir || b.PermissionLevel != mediator.LevelHigh {
 		t.Fatalf("session B: %+v %v", b, err)
 	}
@@ -55,7 +55,7 @@ func quote(s string) string { return `"` + strings.ReplaceAll(s, `\`, `\\`) + `"
 func TestSessionSettingsRefusesHostilePatches(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, t.TempDir())
-	before, err := s.UpdateSessionSettings(ctx, "s1", []byte(`{"permission_level":"low"}`))
+	before, err := s.UpdateSessionSettings(ctx, "s1", []byte(`{"permissionLevel":"low"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestSessionSettingsRefusesHostilePatches(t *testing.T) {
 // FuzzSessionPatch: a patch is refused whole or yields settings with a
 // known level and the host's own workspace, never anything else.
 func FuzzSessionPatch(f *testing.F) {
-	for _, s := range []string{`{}`, `{"permission_level":"low"}`, `{"workspace":{"mode":"session"}}`, `{"workspace":{"root_dir":"/"}}`, `{"permission_level":null}`} {
+	for _, s := range []string{`{}`, `{"permissionLevel":"low"}`, `{"workspace":{"mode":"session"}}`, `{"workspace":{"rootDir":"/"}}`, `{"permissionLevel":null}`} {
 		f.Add([]byte(s))
 	}
 	s := openTestStore(f, f.TempDir())
@@ -111,4 +111,42 @@ func FuzzSessionPatch(f *testing.F) {
 			t.Fatalf("workspace %+v from %q", set.Workspace, patch)
 		}
 	})
+}
+
+// TestMigrationNamesSessionSettingsAsTheWire: settings stored with the old
+// member names (schema 12) read back with the level they had; a row of
+// another shape is not rewritten into a level it never had.
+func TestMigrationNamesSessionSettingsAsTheWire(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	root := s.SessionWorkspaceDir("old")
+	rows := map[string]string{
+		"old":   `{"permission_level":"high","workspace":{"mode":"session","root_dir":"` + root + `"}}`,
+		"other": `{"permissionLevel":"low","workspace":{"mode":"session","rootDir":"x"}}`,
+	}
+	for id, settings := range rows {
+		if _, err := s.db.Exec(`INSERT INTO session_settings (session_id, settings, created_at, updated_at) VALUES (?, ?, 1, 1)`, id, settings); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.db.Exec(`PRAGMA user_version = 12`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openTestStore(t, dir)
+	set, err := s.SessionSettings(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.PermissionLevel != "high" || set.Workspace.RootDir != root {
+		t.Fatalf("migrated settings %+v; want level high, root %s", set, root)
+	}
+	var raw string
+	if err := s.db.QueryRow(`SELECT settings FROM session_settings WHERE session_id = 'other'`).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw != rows["other"] {
+		t.Fatalf("a row already in the new shape was rewritten: %s", raw)
+	}
 }

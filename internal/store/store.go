@@ -44,6 +44,7 @@ var migrations = []migration{
 	{sql: schemaMemory},                         // 9 -> 10: the sessions' memory, indexed with FTS5 (schema_memory.go)
 	{fill: splitMemoryIndex},                    // 10 -> 11: one memory index per session, so each ranks on its own (schema_memory.go)
 	{sql: schemaEphemeral},                      // 11 -> 12: the sessions of runs that named none, removed when the run ends (ephemeral.go)
+	{sql: camelSessionSettings},                 // 12 -> 13: stored session settings named as on the wire (schema_sessions.go)
 }
 
 // migration is one schema step: SQL, then, for a step SQL cannot express

@@ -158,7 +158,7 @@ func TestOldWorkspacesMove(t *testing.T) {
 	s := openTestStore(t, dir)
 	parent := filepath.Join(dir, "session-workspaces")
 	for _, id := range []string{"chat-001", "read-me", "open-me", "linked", "stray"} {
-		if _, err := s.UpdateSessionSettings(ctx, id, []byte(`{"permission_level":"low"}`)); err != nil {
+		if _, err := s.UpdateSessionSettings(ctx, id, []byte(`{"permissionLevel":"low"}`)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -259,7 +259,7 @@ func TestSecurityHeadersOnEveryReply(t *testing.T) {
 func TestStateChangesNeedSameOrigin(t *testing.T) {
 	v := newTestViewer(t, nil)
 	tok := v.token.String()
-	body := `{"settings":{"permission_level":"low"}}`
+	body := `{"settings":{"permissionLevel":"low"}}`
 	path := "/api/sessions/s1/settings"
 	_, port, _ := strings.Cut(v.host, ":")
 	refused := []struct {

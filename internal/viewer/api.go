@@ -396,7 +396,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 // settingsReply is the body of both settings endpoints.
 type settingsReply struct {
 	OK        bool                     `json:"ok"`
-	SessionID string                   `json:"session_id"`
+	SessionID string                   `json:"sessionId"`
 	Settings  mediator.SessionSettings `json:"settings"`
 }
 

@@ -24,7 +24,7 @@ func TestSessionSettingsAPI(t *testing.T) {
 	wantRefusal(t, status, body, http.StatusNotFound, mediator.CodeUnknownSession)
 
 	var got settingsReply
-	v.api("PUT", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"low"}}`, 200, &got)
+	v.api("PUT", "/api/sessions/chat-001/settings", `{"settings":{"permissionLevel":"low"}}`, 200, &got)
 	root := filepath.Join(v.dir, "session-workspaces", store.WorkspaceDirName("chat-001"))
 	want := settingsReply{OK: true, SessionID: "chat-001", Settings: mediator.SessionSettings{
 		PermissionLevel: "low", Workspace: mediator.SessionWorkspace{Mode: "session", RootDir: root}}}
@@ -47,19 +47,19 @@ func TestSessionSettingsAPI(t *testing.T) {
 		status           int
 		code             mediator.Code
 	}{
-		{"invalid level", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"admin"}}`, 400, mediator.CodeInvalidLevel},
+		{"invalid level", "/api/sessions/chat-001/settings", `{"settings":{"permissionLevel":"admin"}}`, 400, mediator.CodeInvalidLevel},
 		{"workspace not object", "/api/sessions/chat-001/settings", `{"settings":{"workspace":"/etc"}}`, 400, mediator.CodeBadRequest},
-		{"workspace elsewhere", "/api/sessions/chat-001/settings", `{"settings":{"workspace":{"root_dir":"/"}}}`, 400, mediator.CodeBadRequest},
-		{"malformed JSON", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"low"`, 400, mediator.CodeBadRequest},
-		{"not JSON", "/api/sessions/chat-001/settings", `permission_level=low`, 400, mediator.CodeBadRequest},
-		{"no settings key", "/api/sessions/chat-001/settings", `{"permission_level":"low"}`, 400, mediator.CodeBadRequest},
+		{"workspace elsewhere", "/api/sessions/chat-001/settings", `{"settings":{"workspace":{"rootDir":"/"}}}`, 400, mediator.CodeBadRequest},
+		{"malformed JSON", "/api/sessions/chat-001/settings", `{"settings":{"permissionLevel":"low"`, 400, mediator.CodeBadRequest},
+		{"not JSON", "/api/sessions/chat-001/settings", `permissionLevel=low`, 400, mediator.CodeBadRequest},
+		{"no settings key", "/api/sessions/chat-001/settings", `{"permissionLevel":"low"}`, 400, mediator.CodeBadRequest},
 		{"settings null", "/api/sessions/chat-001/settings", `{"settings":null}`, 400, mediator.CodeBadRequest},
 		{"settings array", "/api/sessions/chat-001/settings", `{"settings":[]}`, 400, mediator.CodeBadRequest},
 		{"two objects", "/api/sessions/chat-001/settings", `{"settings":{}}{"settings":{}}`, 400, mediator.CodeBadRequest},
-		{"repeated settings", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"low"},"settings":{"permission_level":"high"}}`, 400, mediator.CodeBadRequest},
-		{"case-variant settings", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"low"},"Settings":{"permission_level":"high"}}`, 400, mediator.CodeBadRequest},
+		{"repeated settings", "/api/sessions/chat-001/settings", `{"settings":{"permissionLevel":"low"},"settings":{"permissionLevel":"high"}}`, 400, mediator.CodeBadRequest},
+		{"case-variant settings", "/api/sessions/chat-001/settings", `{"settings":{"permissionLevel":"low"},"Settings":{"permissionLevel":"high"}}`, 400, mediator.CodeBadRequest},
 		{"case-variant level", "/api/sessions/chat-001/settings", `{"settings":{"Permission_Level":"high"}}`, 400, mediator.CodeBadRequest},
-		{"oversized body", "/api/sessions/chat-001/settings", `{"settings":{"permission_level":"low"` + strings.Repeat(" ", MaxBodyBytes) + `}}`, 413, mediator.CodeTooLarge},
+		{"oversized body", "/api/sessions/chat-001/settings", `{"settings":{"permissionLevel":"low"` + strings.Repeat(" ", MaxBodyBytes) + `}}`, 413, mediator.CodeTooLarge},
 		{"NUL in id", "/api/sessions/a%00b/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
 		{"newline in id", "/api/sessions/a%0Ab/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
 		{"not UTF-8 id", "/api/sessions/a%FFb/settings", `{"settings":{}}`, 404, mediator.CodeUnknownSession},
@@ -94,7 +94,7 @@ func TestSessionIDsInViewerPaths(t *testing.T) {
 				path = "/api/sessions/" + strings.Repeat("%2E", len(id)) + "/settings"
 			}
 			var got settingsReply
-			v.api("PUT", path, `{"settings":{"permission_level":"low"}}`, 200, &got)
+			v.api("PUT", path, `{"settings":{"permissionLevel":"low"}}`, 200, &got)
 			root := filepath.Join(v.dir, "session-workspaces", store.WorkspaceDirName(id))
 			if got.SessionID != id || got.Settings.Workspace != (mediator.SessionWorkspace{Mode: "session", RootDir: root}) {
 				t.Fatalf("PUT %s = %+v", path, got)

@@ -13,8 +13,8 @@ import (
 // each task as it ends, then one "workflow-result" with the summary.
 type workflowEvent struct {
 	Type      string               `json:"type"`
-	RunID     string               `json:"run_id,omitempty"`
-	SessionID string               `json:"session_id"`
+	RunID     string               `json:"runId,omitempty"`
+	SessionID string               `json:"sessionId"`
 	Task      *workflow.TaskResult `json:"task,omitempty"`
 	Summary   *workflow.Summary    `json:"summary,omitempty"`
 }

@@ -44,7 +44,7 @@ func TestRunWorkflowOverTheGateway(t *testing.T) {
 	if _, err := v.st.InstallAgent(context.Background(), prof, ""); err != nil {
 		t.Fatal(err)
 	}
-	v.api("PUT", "/api/sessions/s1/settings", `{"settings":{"permission_level":"medium"}}`, 200, nil)
+	v.api("PUT", "/api/sessions/s1/settings", `{"settings":{"permissionLevel":"medium"}}`, 200, nil)
 	c := v.browserWS()
 	readWS(t, c, "hello", 5*time.Second)
 	wf := `{"id":"wf-gw","tasks":[
@@ -53,7 +53,7 @@ func TestRunWorkflowOverTheGateway(t *testing.T) {
 		{"id":"after","dependsOn":["post"],"code":{"op":"code:access","expr":"r.post.status"}},
 		{"id":"side","dependsOn":["a"],"code":{"op":"code:case","expr":"r.a.upperAscii()"}}
 	]}`
-	if err := c.WriteJSON(map[string]any{"type": "run-workflow", "run_id": "w1", "session_id": "s1", "workflow": jsonRaw(wf)}); err != nil {
+	if err := c.WriteJSON(map[string]any{"type": "run-workflow", "runId": "w1", "sessionId": "s1", "workflow": jsonRaw(wf)}); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
@@ -61,7 +61,7 @@ func TestRunWorkflowOverTheGateway(t *testing.T) {
 	for {
 		var m struct {
 			Type  string
-			RunID string `json:"run_id"`
+			RunID string `json:"runId"`
 			Task  *struct{ Task, Status string }
 			Code  string
 			Error string

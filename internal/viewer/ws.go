@@ -137,7 +137,7 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 		}
 		var msg wsMessage
 		// Read exactly, like every other input: a second
-		// "permission_level" in another case cannot raise the level.
+		// "permissionLevel" in another case cannot raise the level.
 		if err := mediator.DecodeExact(data, &msg); err != nil {
 			c.sendJSON(wsError{Type: "error", Code: mediator.CodeBadRequest, Error: "malformed JSON message (names match exactly; no unknown, repeated or case-variant members): " + err.Error()})
 			continue
@@ -169,14 +169,14 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// wsMessage is a client message. "run" runs an agent in a session; run_id is
+// wsMessage is a client message. "run" runs an agent in a session; runId is
 // optional and echoed so a client can tell concurrent runs apart.
 type wsMessage struct {
 	Type            string `json:"type"`
-	RunID           string `json:"run_id,omitempty"`
-	SessionID       string `json:"session_id"`
-	AgentID         string `json:"agent_id"`
-	PermissionLevel string `json:"permission_level"`
+	RunID           string `json:"runId,omitempty"`
+	SessionID       string `json:"sessionId"`
+	AgentID         string `json:"agentId"`
+	PermissionLevel string `json:"permissionLevel"`
 	Input           string `json:"input"`
 	// Workflow is a run-workflow message's graph (docs/permissions.md,
 	// "Workflows").
@@ -185,8 +185,8 @@ type wsMessage struct {
 
 type wsError struct {
 	Type      string        `json:"type"` // "error"
-	RunID     string        `json:"run_id,omitempty"`
-	SessionID string        `json:"session_id,omitempty"`
+	RunID     string        `json:"runId,omitempty"`
+	SessionID string        `json:"sessionId,omitempty"`
 	Code      mediator.Code `json:"code"`
 	Error     string        `json:"error"`
 }
@@ -195,9 +195,9 @@ type wsError struct {
 // "result".
 type runEvent struct {
 	Type      string           `json:"type"`
-	RunID     string           `json:"run_id,omitempty"`
-	SessionID string           `json:"session_id"`
-	AgentID   string           `json:"agent_id"`
+	RunID     string           `json:"runId,omitempty"`
+	SessionID string           `json:"sessionId"`
+	AgentID   string           `json:"agentId"`
 	Text      string           `json:"text,omitempty"`
 	Denial    *mediator.Denial `json:"denial,omitempty"`
 	Result    *wasmhost.Result `json:"result,omitempty"`

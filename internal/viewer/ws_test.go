@@ -161,9 +161,9 @@ func TestMalformedWebsocketMessages(t *testing.T) {
 		{`{"type":`, "bad_request"},
 		{`[1,2]`, "bad_request"},
 		{`{"type":"shutdown"}`, "unknown_type"},
-		{`{"type":"run","session_id":"nope","agent_id":"a"}`, "unknown_session"},
-		{`{"type":"run","session_id":"a\u0000b","agent_id":"a"}`, "unknown_session"},
-		{`{"type":"run","session_id":"a\nforged","agent_id":"a"}`, "unknown_session"},
+		{`{"type":"run","sessionId":"nope","agentId":"a"}`, "unknown_session"},
+		{`{"type":"run","sessionId":"a\u0000b","agentId":"a"}`, "unknown_session"},
+		{`{"type":"run","sessionId":"a\nforged","agentId":"a"}`, "unknown_session"},
 	} {
 		if err := c.WriteMessage(websocket.TextMessage, []byte(c2.msg)); err != nil {
 			t.Fatal(err)
@@ -294,7 +294,7 @@ func TestRunInSessionContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, level := range []string{"low", "medium", "high"} {
-		v.api("PUT", "/api/sessions/s-"+level+"/settings", `{"settings":{"permission_level":"`+level+`"}}`, 200, nil)
+		v.api("PUT", "/api/sessions/s-"+level+"/settings", `{"settings":{"permissionLevel":"`+level+`"}}`, 200, nil)
 	}
 	c := v.browserWS()
 	readWS(t, c, "hello", 5*time.Second)
@@ -308,8 +308,8 @@ func TestRunInSessionContext(t *testing.T) {
 	} {
 		t.Run(tc.session+"/"+tc.ask, func(t *testing.T) {
 			runID := tc.session + tc.ask
-			if err := c.WriteJSON(map[string]string{"type": "run", "run_id": runID, "session_id": tc.session, "agent_id": "probe",
-				"permission_level": tc.ask, "input": input}); err != nil {
+			if err := c.WriteJSON(map[string]string{"type": "run", "runId": runID, "sessionId": tc.session, "agentId": "probe",
+				"permissionLevel": tc.ask, "input": input}); err != nil {
 				t.Fatal(err)
 			}
 			var sawOutput, sawDenial bool
@@ -330,10 +330,10 @@ func TestRunInSessionContext(t *testing.T) {
 					t.Fatal(err)
 				}
 				m.Type, _ = raw["type"].(string)
-				if m.Type == "denial" && raw["run_id"] == nil {
+				if m.Type == "denial" && raw["runId"] == nil {
 					continue // the live tail
 				}
-				if raw["run_id"] != runID || raw["session_id"] != tc.session {
+				if raw["runId"] != runID || raw["sessionId"] != tc.session {
 					t.Fatalf("message of another run: %v", raw)
 				}
 				switch m.Type {
@@ -363,15 +363,15 @@ func TestRunInSessionContext(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ msg, code string }{
-		{`{"type":"run","session_id":"s-medium","agent_id":"probe","permission_level":"high"}`, "session_level"},
-		{`{"type":"run","session_id":"s-medium","agent_id":"probe","permission_level":"root"}`, "invalid_level"},
-		{`{"type":"run","session_id":"s-medium","agent_id":"ghost"}`, "unknown_agent"},
-		{`{"type":"run","session_id":"ghost","agent_id":"probe"}`, "unknown_session"},
+		{`{"type":"run","sessionId":"s-medium","agentId":"probe","permissionLevel":"high"}`, "session_level"},
+		{`{"type":"run","sessionId":"s-medium","agentId":"probe","permissionLevel":"root"}`, "invalid_level"},
+		{`{"type":"run","sessionId":"s-medium","agentId":"ghost"}`, "unknown_agent"},
+		{`{"type":"run","sessionId":"ghost","agentId":"probe"}`, "unknown_session"},
 		// Read exactly: a case variant of a member cannot raise the level,
 		// nor can a second one, nor one the message does not have.
-		{`{"type":"run","session_id":"s-low","agent_id":"probe","permission_level":"low","PERMISSION_LEVEL":"high"}`, "bad_request"},
-		{`{"type":"run","session_id":"s-low","agent_id":"probe","permission_level":"low","permission_level":"high"}`, "bad_request"},
-		{`{"type":"run","session_id":"s-low","agent_id":"probe","level":"high"}`, "bad_request"},
+		{`{"type":"run","sessionId":"s-low","agentId":"probe","permissionLevel":"low","PERMISSION_LEVEL":"high"}`, "bad_request"},
+		{`{"type":"run","sessionId":"s-low","agentId":"probe","permissionLevel":"low","permissionLevel":"high"}`, "bad_request"},
+		{`{"type":"run","sessionId":"s-low","agentId":"probe","level":"high"}`, "bad_request"},
 	} {
 		c.WriteMessage(websocket.TextMessage, []byte(tc.msg))
 		if m := readWS(t, c, "error", 10*time.Second); m["code"] != tc.code {
@@ -380,7 +380,7 @@ func TestRunInSessionContext(t *testing.T) {
 	}
 	// A run without a session starts a fresh one (medium), named in each
 	// of its messages and removed when the run ends.
-	if err := c.WriteJSON(map[string]string{"type": "run", "run_id": "fresh", "agent_id": "probe", "input": "print hello"}); err != nil {
+	if err := c.WriteJSON(map[string]string{"type": "run", "runId": "fresh", "agentId": "probe", "input": "print hello"}); err != nil {
 		t.Fatal(err)
 	}
 	c.SetReadDeadline(time.Now().Add(3 * time.Minute)) // a guard: a first compile under -race on a loaded machine
@@ -389,10 +389,10 @@ func TestRunInSessionContext(t *testing.T) {
 		if err := c.ReadJSON(&m); err != nil {
 			t.Fatal(err)
 		}
-		if m["run_id"] != "fresh" {
+		if m["runId"] != "fresh" {
 			continue
 		}
-		sid, _ := m["session_id"].(string)
+		sid, _ := m["sessionId"].(string)
 		if !strings.HasPrefix(sid, "run-") {
 			t.Fatalf("fresh run's message %v", m)
 		}
@@ -420,7 +420,7 @@ func TestRunInSessionContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range maxRunsPerClient + 1 {
-		c.WriteJSON(map[string]string{"type": "run", "run_id": fmt.Sprint("spin-", i), "session_id": "s-high", "agent_id": "probe", "input": "spin"})
+		c.WriteJSON(map[string]string{"type": "run", "runId": fmt.Sprint("spin-", i), "sessionId": "s-high", "agentId": "probe", "input": "spin"})
 	}
 	var refused, timedOut int
 	c.SetReadDeadline(time.Now().Add(3 * time.Minute)) // a guard: a first compile under -race on a loaded machine

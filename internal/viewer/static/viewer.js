@@ -399,7 +399,7 @@ function connect(delay = 500) {
       // m.lastId is in the store. Loading now leaves no gap between the two,
       // including whatever was written while disconnected.
       reload();
-    } else if (m.type === 'denial' && m.denial && !m.session_id) {
+    } else if (m.type === 'denial' && m.denial && !m.sessionId) {
       if (matches(m.denial, filters())) {
         state.rows.set(m.denial.id, m.denial);
         scheduleRender();

@@ -25,23 +25,22 @@
 // before a rollback that came in the same second, and anything while the
 // host is never started again (nothing is checked without it).
 import { native } from './native.js';
+import { checkOnce } from './checkpoint.js';
 
 const KEPT = 'auditCheckpoint'; // {checkpoint, size, time, since}
 const STATUS = 'auditStatus'; // the last check's outcome, for the options page and the popup
 // When this extension started its chain: a missing checkpoint after that
 // is a removal to report, not a first run.
 const CHAIN = 'auditChain';
-const BREAKS = new Set(['audit_truncated', 'audit_inconsistent', 'audit_bad_signature']);
 
-// sizeOf reads the record count from a checkpoint's text (its second line).
-function sizeOf(checkpoint) {
-  const line = String(checkpoint).split('\n')[1];
-  return /^(0|[1-9][0-9]{0,17})$/.test(line || '') ? Number(line) : -1;
-}
-
-function validKept(k) {
-  return k && typeof k.checkpoint === 'string' && Number.isSafeInteger(k.size) && sizeOf(k.checkpoint) === k.size ? k : null;
-}
+// The extension's own storage holds the checkpoint.
+const store = {
+  load: async () => {
+    const got = await chrome.storage.local.get([KEPT, CHAIN]);
+    return { kept: got[KEPT], chain: got[CHAIN] };
+  },
+  save: ({ kept, chain }) => chrome.storage.local.set({ [KEPT]: kept, [CHAIN]: chain }),
+};
 
 async function ask(type, params) {
   try {
@@ -52,42 +51,7 @@ async function ask(type, params) {
 }
 
 async function run() {
-  const got = await chrome.storage.local.get([KEPT, CHAIN]);
-  const kept = validKept(got[KEPT]);
-  let outcome;
-  if (got[KEPT] !== undefined && !kept) {
-    // Never replaced silently: a kept checkpoint that is not one is
-    // reported, and only a person starts a new chain (restartAudit).
-    outcome = { state: 'broken', code: 'checkpoint_malformed', error: 'the kept audit checkpoint is malformed', seenAt: got[CHAIN]?.started };
-  } else if (!kept && got[CHAIN]) {
-    outcome = { state: 'broken', code: 'checkpoint_missing', error: 'the kept audit checkpoint is gone from the extension\'s storage', seenAt: got[CHAIN].started };
-  } else if (!kept) {
-    const r = await ask('audit-checkpoint', {});
-    if (!r.success) {
-      outcome = { state: 'unknown', code: r.code, error: r.error };
-    } else if (sizeOf(r.data.checkpoint) !== r.data.size) {
-      outcome = { state: 'unknown', code: 'bad_request', error: 'the host sent a checkpoint that does not say its size' };
-    } else {
-      const { checkpoint, size, time } = r.data;
-      await chrome.storage.local.set({ [KEPT]: { checkpoint, size, time, since: time }, [CHAIN]: { started: time } });
-      outcome = { state: 'consistent', since: time, size };
-    }
-  } else {
-    const r = await ask('audit-consistency', { checkpoint: kept.checkpoint });
-    const d = r.data || {};
-    if (!r.success) {
-      outcome = BREAKS.has(r.code)
-        ? { state: 'broken', code: r.code, error: r.error, seenAt: kept.time, size: kept.size }
-        : { state: 'unknown', code: r.code, error: r.error };
-    } else if (d.consistent !== true || d.oldSize !== kept.size || !(d.size >= kept.size) || sizeOf(d.checkpoint) !== d.size) {
-      // Said consistent, but what came back goes backwards from what is kept.
-      outcome = { state: 'broken', code: 'audit_inconsistent', error: 'the host answered with a checkpoint smaller than the one kept', seenAt: kept.time, size: kept.size };
-    } else {
-      const since = kept.since || kept.time;
-      await chrome.storage.local.set({ [KEPT]: { checkpoint: d.checkpoint, size: d.size, time: d.time, since }, [CHAIN]: got[CHAIN] || { started: since } });
-      outcome = { state: 'consistent', since, size: d.size };
-    }
-  }
+  const outcome = await checkOnce(store, ask);
   outcome.checkedAt = Date.now();
   await chrome.storage.local.set({ [STATUS]: outcome });
   return outcome;

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -32,7 +33,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // the whole budget fails at once.
 func TestGuestMemoryBudget(t *testing.T) {
 	const mib = 1 << 20
-	rt, err := New(context.Background(), Config{MaxGuestMemory: 40 * mib})
+	rt, err := New(context.Background(), Config{MaxGuestMemory: 40 * mib, CacheDir: testwasm.CompileCache()})
 	if err != nil {
 		t.Fatal(err)
 	}

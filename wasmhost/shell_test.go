@@ -366,7 +366,7 @@ func TestAgentShellLinks(t *testing.T) {
 // TestAgentShellCallLimit: each command of a line counts against the
 // run's call limit, so one call cannot flood the audit trail.
 func TestAgentShellCallLimit(t *testing.T) {
-	rt, err := New(context.Background(), Config{MaxCallsPerRun: 5})
+	rt, err := New(context.Background(), Config{MaxCallsPerRun: 5, CacheDir: testwasm.CompileCache()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 
 // sharedRuntime compiles the probe once for all tests that use default limits.
 var sharedRuntime = sync.OnceValue(func() *Runtime {
-	r, err := New(context.Background(), Config{})
+	r, err := New(context.Background(), Config{CacheDir: testwasm.CompileCache()})
 	if err != nil {
 		panic(err)
 	}
@@ -357,7 +357,7 @@ func TestLimits(t *testing.T) {
 }
 
 func smallRuntime(t *testing.T) *Runtime {
-	r, err := New(context.Background(), Config{MaxCallsPerRun: 20})
+	r, err := New(context.Background(), Config{MaxCallsPerRun: 20, CacheDir: testwasm.CompileCache()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 // sharedRuntime is one WebAssembly runtime for every test of the package,
 // as one host process has one.
 var sharedRuntime = sync.OnceValue(func() *wasmhost.Runtime {
-	r, err := wasmhost.New(context.Background(), wasmhost.Config{})
+	r, err := wasmhost.New(context.Background(), wasmhost.Config{CacheDir: testwasm.CompileCache()})
 	if err != nil {
 		panic(err)
 	}

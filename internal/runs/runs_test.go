@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/wasmhost"
 )
@@ -21,7 +22,7 @@ func deps(t *testing.T) Deps {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	rt, err := wasmhost.New(context.Background(), wasmhost.Config{})
+	rt, err := wasmhost.New(context.Background(), wasmhost.Config{CacheDir: testwasm.CompileCache()})
 	if err != nil {
 		t.Fatal(err)
 	}

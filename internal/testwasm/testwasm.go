@@ -137,3 +137,14 @@ func (r Resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, 
 	}
 	return nil, &net.DNSError{Err: "no such host (test resolver)", Name: host, IsNotFound: true}
 }
+
+// CompileCache is a compilation cache directory (wasmhost.Config.CacheDir)
+// shared by every test binary and later runs: compiling a Go agent with
+// the race detector on takes tens of seconds, and most tests run agents,
+// not the compiler. Tests about compiling itself (budgets, "compile:
+// fresh") keep a cache of their own. wazero writes each entry to a
+// temporary file and renames it, so binaries running at once share it
+// safely.
+func CompileCache() string {
+	return filepath.Join(cacheDir(), "compiled")
+}

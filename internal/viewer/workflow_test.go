@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
@@ -25,7 +26,7 @@ func TestRunWorkflowOverTheGateway(t *testing.T) {
 	var hits atomic.Int64
 	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer canary.Close()
-	rt, err := wasmhost.New(context.Background(), wasmhost.Config{})
+	rt, err := wasmhost.New(context.Background(), wasmhost.Config{CacheDir: testwasm.CompileCache()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -268,7 +268,7 @@ func TestRunInSessionContext(t *testing.T) {
 	defer canary.Close()
 	_, port, _ := net.SplitHostPort(canary.Listener.Addr().String())
 
-	rt, err := wasmhost.New(context.Background(), wasmhost.Config{})
+	rt, err := wasmhost.New(context.Background(), wasmhost.Config{CacheDir: testwasm.CompileCache()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,14 @@ import (
 
 // slowToCompile is a module within every limit that wazero's optimizing
 // compiler takes seconds to compile: 40 functions, each 16 KiB of nested
-// loops (its loop analysis is quadratic in the nesting).
+// loops (its loop analysis is quadratic in the nesting). Under the race
+// detector the compiler itself runs several times slower, so 8 functions
+// take as long there.
 func slowToCompile() []byte {
+	funcs := 40
+	if raceEnabled {
+		funcs = 8
+	}
 	const depth = 16 << 10 / 6
 	var body []byte
 	for range depth {
@@ -24,7 +30,7 @@ func slowToCompile() []byte {
 	for range depth {
 		body = append(body, 0x0b)
 	}
-	return wmodule{funcs: 40, funcLocals: 1, funcBody: body, start: []byte{0x01}}.bytes()
+	return wmodule{funcs: funcs, funcLocals: 1, funcBody: body, start: []byte{0x01}}.bytes()
 }
 
 // TestCompileHasItsOwnBudget: compiling is not running. A module that
@@ -39,9 +45,15 @@ func TestCompileHasItsOwnBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer rt.Close(context.Background())
+		start := time.Now()
 		res, _ := runHostile(t, rt, slowToCompile(), mediator.Capabilities{ExecutionTimeout: 300})
+		took := time.Since(start)
 		if res.Status != "ok" || res.Compile != CompileFresh {
 			t.Fatalf("result %q (%s) compile %q after %v; want ok, compiled fresh", res.Status, res.Error, res.Compile, res.Duration)
+		}
+		// Only a compile that outlasts the executionTimeout shows anything.
+		if took < 300*time.Millisecond {
+			t.Fatalf("the module compiled and ran in %v, within the 300 ms executionTimeout: make it slower to compile", took)
 		}
 		again, _ := runHostile(t, rt, slowToCompile(), mediator.Capabilities{ExecutionTimeout: 300})
 		if again.Status != "ok" || again.Compile != CompileMemory {

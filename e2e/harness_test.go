@@ -316,7 +316,10 @@ func extURL(path string) string { return "chrome-extension://" + ExtensionID + "
 // eval evaluates a JavaScript expression, awaiting a promise, in ctx's tab.
 func eval[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 45*time.Second)
+	// A guard, not a timing: a run's first compile of a Go agent, while
+	// the bundled agents compile beside it on a loaded two-core machine,
+	// has taken 45 s.
+	c, cancel := context.WithTimeout(ctx, 120*time.Second)
 	defer cancel()
 	v, err := chromedp.Run(c, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {

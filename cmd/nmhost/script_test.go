@@ -10,15 +10,13 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/agentgate/nmhost/internal/cli"
 	"github.com/agentgate/nmhost/internal/testwasm"
 )
 
-// TestMain makes this test binary the nmhost command inside test scripts
-// and, when it runs the tests, builds the real binary the other tests
-// drive over pipes.
+// TestMain builds the real binary the tests drive, over pipes and in
+// test scripts.
 func TestMain(m *testing.M) {
-	testscript.Main(withBinary{m}, map[string]func(){"nmhost": nmhostMain})
+	os.Exit(withBinary{m}.Run())
 }
 
 type withBinary struct{ m *testing.M }
@@ -44,13 +42,6 @@ var memoryNotes = sync.OnceValues(func() ([]byte, error) {
 	return testwasm.Build("../../examples/agents/memory-notes")
 })
 
-// nmhostMain is main, for the test binary running as nmhost in scripts.
-func nmhostMain() {
-	os.Exit(cli.Main(cli.Env{
-		Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
-	}))
-}
-
 // TestScripts runs testdata/script/*.txtar: the commands a person types,
 // with what they print and how they exit. Each script gets a fresh data
 // dir ($NMHOST_DATA_DIR), a home ($HOME, where install writes manifests),
@@ -60,6 +51,13 @@ func nmhostMain() {
 // $REPO, and in $NMHOST_BIN_DIR the directory of the nmhost command, for a
 // PATH without go.
 //
+// The nmhost a script runs is the real binary the other tests drive
+// (nmhostBin, built without the race detector), first on PATH: what a
+// person types is what a script runs, and a command that compiles an
+// agent does not pay the race detector's several-fold cost in wazero's
+// compiler. The CLI's code runs under the race detector in internal/cli's
+// own tests.
+//
 // `nmhost serve` is tested in serve_test.go: its first line must be read
 // while it runs, and a background command's output is only seen after it
 // ends.
@@ -67,10 +65,6 @@ func TestScripts(t *testing.T) {
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
-	}
-	self, err := exec.LookPath("nmhost")
-	if err != nil {
-		t.Fatalf("testscript.Main put no nmhost on PATH: %v", err)
 	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
@@ -83,7 +77,9 @@ func TestScripts(t *testing.T) {
 			env.Setenv("HOME", home)
 			env.Setenv("NMHOST_DATA_DIR", filepath.Join(env.WorkDir, "data"))
 			env.Setenv("REPO", repo)
-			env.Setenv("NMHOST_BIN_DIR", filepath.Dir(self))
+			bin := filepath.Dir(nmhostBin)
+			env.Setenv("NMHOST_BIN_DIR", bin)
+			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
 			agents := filepath.Join(env.WorkDir, "agents")
 			if err := writeTinyAgents(agents); err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -141,5 +142,42 @@ func TestCompileDoesNotStallOtherRuns(t *testing.T) {
 	release()
 	if res := <-run("third", held, 60_000); res.Status != "ok" {
 		t.Fatalf("a run once the compile is free: %+v", res)
+	}
+}
+
+// TestRunSaysWhereItsCompileCameFrom: a run's result names where its
+// compiled module came from: compiled now (fresh), this runtime's memory,
+// or the disk cache another process filled; with the disk cache removed
+// by hand, the next process compiles fresh and says so.
+func TestRunSaysWhereItsCompileCameFrom(t *testing.T) {
+	dir := t.TempDir()
+	module := wmodule{start: []byte{0x01}}.bytes() // nop
+	runtimeOver := func() *Runtime {
+		rt, err := New(context.Background(), Config{CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Close(context.Background()) })
+		return rt
+	}
+	first := runtimeOver()
+	for _, c := range []struct {
+		name string
+		rt   *Runtime
+		want string
+	}{
+		{"first run", first, CompileFresh},
+		{"second run, same process", first, CompileMemory},
+		{"another process", runtimeOver(), CompileDisk},
+	} {
+		if res, _ := runHostile(t, c.rt, module, mediator.Capabilities{}); res.Status != "ok" || res.Compile != c.want {
+			t.Fatalf("%s: %s (%s) compile %q; want %q", c.name, res.Status, res.Error, res.Compile, c.want)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := runHostile(t, runtimeOver(), module, mediator.Capabilities{}); res.Status != "ok" || res.Compile != CompileFresh {
+		t.Fatalf("with the cache removed: %s (%s) compile %q; want %q", res.Status, res.Error, res.Compile, CompileFresh)
 	}
 }

@@ -395,24 +395,3 @@ func TestConcurrentRunsAreIsolated(t *testing.T) {
 	}
 	t.Logf("4 concurrent runs in %v", time.Since(start))
 }
-
-func TestCompilationCacheOnDisk(t *testing.T) {
-	dir := t.TempDir()
-	f := newFixture(t)
-	rec := f.install(t, "cached", probePerms, mediator.Capabilities{})
-	for range 2 { // the second Runtime is a new host process, as far as wazero knows
-		r, err := New(context.Background(), Config{CacheDir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, _ := r.Run(context.Background(), f.spec(rec, probeWasm, "print cached"))
-		r.Close(context.Background())
-		if res.Output != "cached\n" {
-			t.Fatalf("%+v", res)
-		}
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) == 0 {
-		t.Fatal("nothing was cached on disk")
-	}
-}

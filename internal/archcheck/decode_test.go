@@ -106,30 +106,41 @@ func TestNoExportedTables(t *testing.T) {
 // and records. Tests may build their own.
 func TestOneRunConstructor(t *testing.T) {
 	var where []string
-	err := filepath.WalkDir(filepath.Join("..", ".."), func(p string, d os.DirEntry, err error) error {
+	eachRepoSource(t, nil, func(p string, src []byte) {
+		if strings.Contains(string(src), "wasmhost.RunSpec{") {
+			where = append(where, p)
+		}
+	})
+	if !slices.Equal(where, []string{"../../internal/runs/runs.go"}) {
+		t.Fatalf("wasmhost.RunSpec is built in %v; only internal/runs may build one", where)
+	}
+}
+
+// eachRepoSource calls fn with each non-test Go file of the module (by
+// its slash path from this directory), outside testdata, hidden
+// directories and the directories skip names.
+func eachRepoSource(t *testing.T, skip []string, fn func(p string, src []byte)) {
+	t.Helper()
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && p != filepath.Join("..", "..") {
+		if d.IsDir() && p != root && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") || slices.Contains(skip, d.Name())) {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
-		b, err := os.ReadFile(p)
+		src, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		if strings.Contains(string(b), "wasmhost.RunSpec{") {
-			where = append(where, filepath.ToSlash(p))
-		}
+		fn(filepath.ToSlash(p), src)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !slices.Equal(where, []string{"../../internal/runs/runs.go"}) {
-		t.Fatalf("wasmhost.RunSpec is built in %v; only internal/runs may build one", where)
 	}
 }
 
@@ -142,31 +153,13 @@ func TestWireNamesAreCamelCase(t *testing.T) {
 	if err != nil || len(planted) != 1 || planted[0] != `p.go:4: "run_id"` {
 		t.Fatalf("a planted snake_case member: %v %v", planted, err)
 	}
-	root := filepath.Join("..", "..")
-	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+	eachRepoSource(t, []string{"tools", "manifest"}, func(p string, src []byte) {
+		names, err := WireNames(p, src)
 		if err != nil {
-			return err
-		}
-		if d.IsDir() && p != root && (d.Name() == "testdata" || d.Name() == "tools" || d.Name() == "manifest" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		names, err := WireNames(filepath.ToSlash(p), src)
-		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, n := range names {
 			t.Errorf("%s: a JSON member that is not camelCase (docs/protocol.md, hello)", n)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

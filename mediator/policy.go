@@ -80,6 +80,7 @@ type decisionFacts struct {
 	caps      Capabilities
 	set       SetChoice  // Set "": the profile names none (bounded at link time instead)
 	pref      Preference // ID 0: none that applies
+	audit     AuditRequest
 }
 
 // facts reads the grant, the profile's capabilities and the remembered
@@ -103,7 +104,7 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 	c, ok := p.caps[agentID]
 	p.mu.Unlock()
 	if ok && c.profile == raw.ProfileJSON {
-		f.caps, f.set = c.caps, c.set
+		f.caps, f.set, f.audit = c.caps, c.set, c.audit
 		return f, nil
 	}
 	var prof Profile
@@ -113,6 +114,9 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 		return decisionFacts{}, &Error{Code: CodeInternal, Msg: "stored profile of " + agentID + " is unreadable", Err: err}
 	}
 	f.caps = prof.Capabilities
+	if prof.Audit != nil {
+		f.audit = *prof.Audit
+	}
 	if prof.PermissionSet != "" {
 		f.set = DeterminePermissionSet(prof, SetInference{})
 	}
@@ -120,7 +124,7 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 	if len(p.caps) >= maxCachedProfiles {
 		clear(p.caps)
 	}
-	p.caps[agentID] = cachedCaps{profile: raw.ProfileJSON, caps: f.caps, set: f.set}
+	p.caps[agentID] = cachedCaps{profile: raw.ProfileJSON, caps: f.caps, set: f.set, audit: f.audit}
 	p.mu.Unlock()
 	return f, nil
 }
@@ -133,6 +137,7 @@ type cachedCaps struct {
 	profile string
 	caps    Capabilities
 	set     SetChoice
+	audit   AuditRequest
 }
 
 // Policy decides every operation an agent makes: grants and capabilities
@@ -164,6 +169,12 @@ func denied(class SafetyClass, code Code, by, reason string) PolicyDecision {
 // same op against the same grants and preferences always gets the same
 // decision.
 func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
+	return p.decide(ctx, op, nil)
+}
+
+// decide is Decide; when audit is not nil it receives what the agent's
+// profile asks of the audit trail, read with the decision's facts.
+func (p *Policy) decide(ctx context.Context, op Operation, audit *AuditRequest) PolicyDecision {
 	rule, known := RuleFor(op)
 	if !known && op.Name == OpNetworkFetch {
 		// Refused here, before any prompt, so it can never be remembered
@@ -194,6 +205,9 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	f, err := p.facts(ctx, op.AgentID, rule, targetKey(rule, op))
 	if err != nil {
 		return denied(rule.Class, CodeOf(err), "grant:"+string(rule.Permission), MessageOf(err))
+	}
+	if audit != nil {
+		*audit = f.audit
 	}
 	if d, ok := grantDenial(op, rule, f); !ok {
 		return d
@@ -254,7 +268,8 @@ func (p *Policy) Authorize(ctx context.Context, op Operation) (func(error), erro
 }
 
 func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier) (func(error), error) {
-	d := p.Decide(ctx, op)
+	var asked AuditRequest
+	d := p.decide(ctx, op, &asked)
 	if d.RequiresPrompt {
 		d = p.prompt(ctx, op, d)
 	}
@@ -265,6 +280,24 @@ func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier)
 	if queue == nil {
 		bar = nil
 	}
+	syncer, _ := p.records.(AuditSyncer)
+	// The strict durability: the host's (its store fsyncs every commit),
+	// the run's, or the profile's; it only ever adds waiting.
+	strict := syncer != nil && (asked.Strict() || bar != nil && bar.audit.Strict)
+	rule, _ := RuleFor(op)
+	if bar != nil {
+		bar.use(queue, syncer)
+		if allowed && rule.Aggregate && d.DecidedBy == "class:"+string(AlwaysSafe) && !asked.PerCall() && !bar.audit.PerCall {
+			// Decided by the class alone, as every such call of the
+			// run is: counted into the run's one record (Wait writes it).
+			a := bar.agg.add(op, op.Content)
+			return func(result error) {
+				if result != nil {
+					bar.agg.failed(a)
+				}
+			}, nil
+		}
+	}
 	executed := func(result error) AuditEntry {
 		e := AuditEntry{Kind: AuditExecuted, Operation: op, Class: d.Level, Allowed: true}
 		if result != nil {
@@ -272,7 +305,7 @@ func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier)
 		}
 		return e
 	}
-	if rule, _ := RuleFor(op); allowed && bar != nil && rule.LocalOnly() {
+	if allowed && bar != nil && rule.LocalOnly() {
 		// Nothing leaves the host before the run reports, and the run
 		// reports only after its barrier: the record may trail the call.
 		t := queue.EnqueueAudit(ctx, entry, nil)
@@ -289,6 +322,11 @@ func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier)
 	if !allowed {
 		p.logDenial(ctx, op, d, rec.Seq)
 		return nil, Recorded(fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, Errorf(codeOrInternal(d.Code), "%s", d.Reason)))
+	}
+	if strict {
+		if err := syncer.SyncAudit(ctx, rec.Seq); err != nil {
+			return nil, fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, err)
+		}
 	}
 	return func(result error) {
 		e := executed(result)

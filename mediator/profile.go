@@ -96,6 +96,10 @@ type Profile struct {
 	// module, run by the host) or "python" (UTF-8 Python source, run by
 	// the extension's sandbox, every call still decided by the host).
 	Runtime string `json:"runtime,omitempty"`
+	// Audit asks the audit trail for more than the host's settings give:
+	// a strict durability, a record per call (audit_level.go). It can
+	// never ask for less.
+	Audit *AuditRequest `json:"audit,omitempty"`
 }
 
 // The runtimes a profile may name.
@@ -183,6 +187,12 @@ func (p *Profile) Normalize() error {
 	case "", RuntimeWasm, RuntimePython:
 	default:
 		return Errorf(CodeInvalidProfile, "runtime %q must be wasm or python", Truncate(p.Runtime, 32))
+	}
+	if err := p.Audit.validate(); err != nil {
+		return err
+	}
+	if p.Audit != nil && *p.Audit == (AuditRequest{}) {
+		p.Audit = nil // asks nothing: one normal form
 	}
 	if p.ModuleSHA256 != "" && !IsHexSHA256(p.ModuleSHA256) {
 		return Errorf(CodeInvalidProfile, "moduleSha256 must be 64 lowercase hex digits")

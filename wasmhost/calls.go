@@ -77,7 +77,7 @@ func (ru *run) log(mod api.Module, stack []uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ru.authorized(mediator.Operation{Name: mediator.OpLog, TextLength: len(msg)}, func() ([]byte, error) {
+	return ru.authorized(mediator.Operation{Name: mediator.OpLog, TextLength: len(msg), Content: string(msg)}, func() ([]byte, error) {
 		if _, err := ru.write(append(msg, '\n')); err != nil {
 			return nil, err
 		}

@@ -102,6 +102,9 @@ func (s *Store) wrote() {
 	if s.cache != nil {
 		s.cache.local.Add(1)
 	}
+	if s.sy != nil {
+		s.sy.committed()
+	}
 }
 
 // version says whether anything may have been committed since the cache

@@ -125,6 +125,17 @@ type Options struct {
 	// value takes workspace's defaults (64 MiB, 10,000 entries).
 	WorkspaceLimits workspace.Limits
 
+	// Durability is mediator.DurabilityWritten (the default, ""): a
+	// commit has reached the operating system when it returns and the
+	// group syncer (sync.go) fsyncs it within SyncWindow; or
+	// mediator.DurabilityStrict: every commit is fsynced before it
+	// returns (synchronous=FULL). The host's config chooses it.
+	Durability string
+
+	// SyncWindow bounds how long a committed record waits for its fsync
+	// in the written durability. Default DefaultSyncWindow (5 ms).
+	SyncWindow time.Duration
+
 	// synchronousNormal trades durability for speed; only the benchmark that
 	// measures the cost of synchronous=FULL sets it.
 	synchronousNormal bool
@@ -151,6 +162,9 @@ type Store struct {
 
 	// gc is the group committer of audit and denial appends (commit.go).
 	gc *committer
+
+	// sy is the group syncer that makes commits durable (sync.go).
+	sy *syncer
 
 	// cache holds the facts decisions read, per agent (cache.go).
 	cache *factCache
@@ -193,7 +207,17 @@ func Open(dir string, opts Options) (*Store, error) {
 		f.Close()
 	}
 
-	syncMode := "FULL" // a commit is fsynced before it is acknowledged
+	// FULL: a commit is fsynced before it is acknowledged. NORMAL: a
+	// commit has reached the operating system when it is acknowledged,
+	// and the group syncer fsyncs it within the window (sync.go).
+	syncMode := "FULL"
+	switch opts.Durability {
+	case "", mediator.DurabilityWritten:
+		syncMode = "NORMAL"
+	case mediator.DurabilityStrict:
+	default:
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: durability %q is neither %q nor %q", opts.Durability, mediator.DurabilityWritten, mediator.DurabilityStrict)
+	}
 	if opts.synchronousNormal {
 		syncMode = "NORMAL"
 	}
@@ -236,6 +260,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	// cannot be removed now is tried again at the next open.
 	_ = s.sweepEphemeralSessions(context.Background(), opts.EphemeralSessionAge)
 	s.cache = newFactCache()
+	s.sy = newSyncer(dbPath, opts.SyncWindow, syncMode == "FULL", s.auditSize)
 	s.startCommitter()
 	return s, nil
 }
@@ -332,6 +357,10 @@ func (s *Store) Close() error {
 	if s.gc != nil {
 		s.stopCommitter()
 	}
+	if s.sy != nil {
+		// After the committer: what it committed last is synced too.
+		s.sy.stop()
+	}
 	s.cache.close()
 	return s.db.Close()
 }
@@ -339,8 +368,9 @@ func (s *Store) Close() error {
 // Dir returns the data directory the store lives in.
 func (s *Store) Dir() string { return s.dir }
 
-// write runs fn in one BEGIN IMMEDIATE transaction and commits it; with
-// synchronous=FULL the commit is on disk when write returns nil.
+// write runs fn in one BEGIN IMMEDIATE transaction and commits it; the
+// commit has reached the operating system when write returns nil, and is
+// on disk then too in the strict durability (sync.go).
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()

@@ -1,0 +1,169 @@
+package mediator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"hash"
+	"io"
+	"sync"
+	"time"
+)
+
+// Durability says when an effect may run after its decision is recorded.
+const (
+	// DurabilityWritten (the default): once the decision's transaction is
+	// committed, handed to the operating system. A crash of the host
+	// loses nothing; the store's group syncer puts it on disk within the
+	// sync window, which is all a power loss can take.
+	DurabilityWritten = "written"
+	// DurabilityStrict: once the decision is fsynced. A host's config or
+	// an agent's profile may ask for it; a profile can only ask for this
+	// one, never for less.
+	DurabilityStrict = "strict"
+)
+
+// How the calls of an aggregated operation (OperationRule.Aggregate) are
+// recorded.
+const (
+	// AuditCallsAggregate (the default): one record per run and
+	// operation, written when the run ends, before it reports.
+	AuditCallsAggregate = "aggregate"
+	// AuditCallsPerCall: a decision and an executed record for each call.
+	AuditCallsPerCall = "per-call"
+)
+
+// AuditRequest is what a profile may ask of the audit trail ("audit" in
+// the profile). Both fields only ever ask for more: a stricter durability,
+// more records. Anything else is refused at install.
+type AuditRequest struct {
+	// Durability is "" (the host's setting) or DurabilityStrict.
+	Durability string `json:"durability,omitempty"`
+	// Calls is "" (the host's setting) or AuditCallsPerCall.
+	Calls string `json:"calls,omitempty"`
+}
+
+func (a *AuditRequest) validate() error {
+	if a == nil {
+		return nil
+	}
+	if a.Durability != "" && a.Durability != DurabilityStrict {
+		return Errorf(CodeInvalidProfile, "audit.durability %q: a profile may only ask for %q", Truncate(a.Durability, 32), DurabilityStrict)
+	}
+	if a.Calls != "" && a.Calls != AuditCallsPerCall {
+		return Errorf(CodeInvalidProfile, "audit.calls %q: a profile may only ask for %q", Truncate(a.Calls, 32), AuditCallsPerCall)
+	}
+	return nil
+}
+
+// Strict reports that the profile asks for the strict durability.
+func (a *AuditRequest) Strict() bool { return a != nil && a.Durability == DurabilityStrict }
+
+// PerCall reports that the profile asks for a record of each call.
+func (a *AuditRequest) PerCall() bool { return a != nil && a.Calls == AuditCallsPerCall }
+
+// AuditSyncer is what records that make commits durable in groups offer:
+// SyncAudit returns once every record up to seq is on disk. The strict
+// durability waits on it before an effect runs. The store implements it.
+type AuditSyncer interface {
+	SyncAudit(ctx context.Context, seq int64) error
+}
+
+// AuditAggregate is the one record a run leaves for all the calls of an
+// aggregated operation (kind AuditAggregated). SHA256 covers the calls'
+// contents in order, each as its length (8 bytes, big-endian) and its
+// bytes, so the same calls always give the same hash and no two
+// sequences of contents give the same input to it.
+type AuditAggregate struct {
+	Count  int64  `json:"count"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+	First  int64  `json:"first"` // ms since the epoch, the first call
+	Last   int64  `json:"last"`  // and the last
+	// Failed counts the calls that were allowed and then failed.
+	Failed int64 `json:"failed,omitempty"`
+}
+
+// AggregateHash is the SHA-256 an AuditAggregate names for contents.
+func AggregateHash(contents ...string) string {
+	h := sha256.New()
+	for _, c := range contents {
+		writeLengthPrefixed(h, c)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func writeLengthPrefixed(h hash.Hash, c string) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(c)))
+	h.Write(n[:])
+	io.WriteString(h, c)
+}
+
+// RunAudit is how one run's records are kept: its durability and how its
+// aggregated calls are recorded, resolved once by the run constructor
+// from the host's config and the agent's profile.
+type RunAudit struct {
+	Strict  bool // every record of the run is fsynced before its effect, and before the run reports
+	PerCall bool // aggregated operations get a record per call
+}
+
+// aggregator sums one run's aggregated calls, per operation.
+type aggregator struct {
+	mu   sync.Mutex
+	ops  map[string]*aggregate
+	keys []string // operations in order of their first call
+	now  func() time.Time
+}
+
+type aggregate struct {
+	op  Operation
+	sum AuditAggregate
+	h   hash.Hash
+}
+
+// add counts one allowed call of op carrying content.
+func (g *aggregator) add(op Operation, content string) *aggregate {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a := g.ops[op.Name]
+	ts := g.now().UnixMilli()
+	if a == nil {
+		if g.ops == nil {
+			g.ops = map[string]*aggregate{}
+		}
+		a = &aggregate{op: Operation{AgentID: op.AgentID, Permission: op.Permission, Name: op.Name, SessionLevel: op.SessionLevel,
+			Origin: op.Origin, Workflow: op.Workflow, Layer: op.Layer, Task: op.Task}, h: sha256.New()}
+		a.sum.First = ts
+		g.ops[op.Name] = a
+		g.keys = append(g.keys, op.Name)
+	}
+	a.sum.Count++
+	a.sum.Bytes += int64(len(content))
+	a.sum.Last = ts
+	writeLengthPrefixed(a.h, content)
+	return a
+}
+
+func (g *aggregator) failed(a *aggregate) {
+	g.mu.Lock()
+	a.sum.Failed++
+	g.mu.Unlock()
+}
+
+// entries returns the aggregate records and starts over.
+func (g *aggregator) entries(class SafetyClass) []AuditEntry {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]AuditEntry, 0, len(g.keys))
+	for _, k := range g.keys {
+		a := g.ops[k]
+		sum := a.sum
+		sum.SHA256 = hex.EncodeToString(a.h.Sum(nil))
+		out = append(out, AuditEntry{Kind: AuditAggregated, Operation: a.op, Class: class, Allowed: true, Code: CodeAllowed,
+			DecidedBy: "class:" + string(class), Reason: "safe: each call was decided alike; recorded once for the run", Aggregate: &sum})
+	}
+	g.ops, g.keys = nil, nil
+	return out
+}

@@ -78,7 +78,12 @@ func (d Deps) Run(ctx context.Context, r Request) (Outcome, error) {
 		defer opened.Close()
 		in = &opened
 	}
-	bar := mediator.NewAuditBarrier()
+	// How the run's records are kept: the host's settings, and what the
+	// agent's profile asks on top (it can only ask for more).
+	ra := d.Store.RunAudit()
+	ra.Strict = ra.Strict || rec.Profile.Audit.Strict()
+	ra.PerCall = ra.PerCall || rec.Profile.Audit.PerCall()
+	bar := mediator.NewRunBarrier(ra)
 	auth := d.Authorizer
 	if ba, ok := auth.(mediator.BarrierAuthorizer); ok {
 		auth = ba.WithBarrier(bar)

@@ -133,8 +133,15 @@ type Options struct {
 	Durability string
 
 	// SyncWindow bounds how long a committed record waits for its fsync
-	// in the written durability. Default DefaultSyncWindow (5 ms).
+	// in the written durability. Default DefaultSyncWindow (5 ms); at
+	// most MaxSyncWindow.
 	SyncWindow time.Duration
+
+	// AuditCalls is how runs record their aggregated calls:
+	// mediator.AuditCallsAggregate (the default, "") or
+	// mediator.AuditCallsPerCall. The store only keeps the setting for
+	// the run constructor (RunAudit).
+	AuditCalls string
 
 	// synchronousNormal trades durability for speed; only the benchmark that
 	// measures the cost of synchronous=FULL sets it.
@@ -165,6 +172,9 @@ type Store struct {
 
 	// sy is the group syncer that makes commits durable (sync.go).
 	sy *syncer
+
+	// runAudit is how runs keep their records (Options).
+	runAudit mediator.RunAudit
 
 	// cache holds the facts decisions read, per agent (cache.go).
 	cache *factCache
@@ -221,6 +231,14 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.synchronousNormal {
 		syncMode = "NORMAL"
 	}
+	switch opts.AuditCalls {
+	case "", mediator.AuditCallsAggregate, mediator.AuditCallsPerCall:
+	default:
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: audit calls %q is neither %q nor %q", opts.AuditCalls, mediator.AuditCallsAggregate, mediator.AuditCallsPerCall)
+	}
+	if opts.SyncWindow < 0 || opts.SyncWindow > MaxSyncWindow {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: a sync window of %v is outside 0 to %v", opts.SyncWindow, MaxSyncWindow)
+	}
 	q := url.Values{}
 	q.Set("_txlock", "immediate") // writers take the lock at BEGIN: no deadlock on upgrade
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
@@ -261,6 +279,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	_ = s.sweepEphemeralSessions(context.Background(), opts.EphemeralSessionAge)
 	s.cache = newFactCache()
 	s.sy = newSyncer(dbPath, opts.SyncWindow, syncMode == "FULL", s.auditSize)
+	s.runAudit = mediator.RunAudit{Strict: syncMode == "FULL", PerCall: opts.AuditCalls == mediator.AuditCallsPerCall}
 	s.startCommitter()
 	return s, nil
 }

@@ -35,6 +35,10 @@ import (
 // the operating system's cache before the syncer fsyncs it.
 const DefaultSyncWindow = 5 * time.Millisecond
 
+// MaxSyncWindow bounds the window a config may set: what a power loss can
+// take stays a moment's records.
+const MaxSyncWindow = time.Second
+
 // syncer is the per-Store group syncer.
 type syncer struct {
 	walPath, dbPath string
@@ -233,6 +237,10 @@ func (s *Store) SyncAudit(ctx context.Context, seq int64) error {
 	}
 	return s.sy.through(ctx, seq)
 }
+
+// RunAudit is how the host's settings (Options) keep a run's records; the
+// run constructor adds what the agent's profile asks.
+func (s *Store) RunAudit() mediator.RunAudit { return s.runAudit }
 
 // DurableAuditSize is the number of audit records known to be on disk:
 // every record up to this seq survives a power loss. Records after it are

@@ -109,6 +109,10 @@ type RunAudit struct {
 	PerCall bool // aggregated operations get a record per call
 }
 
+// decidedBySafeClass is DecidedBy of a decision the safety class alone
+// made: the only decisions an aggregate record stands for.
+const decidedBySafeClass = "class:" + string(AlwaysSafe)
+
 // aggregator sums one run's aggregated calls, per operation.
 type aggregator struct {
 	mu   sync.Mutex
@@ -121,6 +125,24 @@ type aggregate struct {
 	op  Operation
 	sum AuditAggregate
 	h   hash.Hash
+	// done is what Authorize returns for each call: made once, so a
+	// call allocates no closure.
+	done func(error)
+	// buf gathers length-prefixed contents for h, written in blocks: a
+	// hash write per call costs more than the call's decision.
+	buf []byte
+}
+
+// hashBlock is how much buf gathers before it is hashed.
+const hashBlock = 4096
+
+func (a *aggregate) write(c string) {
+	a.buf = binary.BigEndian.AppendUint64(a.buf, uint64(len(c)))
+	a.buf = append(a.buf, c...)
+	if len(a.buf) >= hashBlock {
+		a.h.Write(a.buf)
+		a.buf = a.buf[:0]
+	}
 }
 
 // add counts one allowed call of op carrying content.
@@ -133,16 +155,21 @@ func (g *aggregator) add(op Operation, content string) *aggregate {
 		if g.ops == nil {
 			g.ops = map[string]*aggregate{}
 		}
-		a = &aggregate{op: Operation{AgentID: op.AgentID, Permission: op.Permission, Name: op.Name, SessionLevel: op.SessionLevel,
+		a = &aggregate{buf: make([]byte, 0, hashBlock+64), op: Operation{AgentID: op.AgentID, Permission: op.Permission, Name: op.Name, SessionLevel: op.SessionLevel,
 			Origin: op.Origin, Workflow: op.Workflow, Layer: op.Layer, Task: op.Task}, h: sha256.New()}
 		a.sum.First = ts
+		a.done = func(err error) {
+			if err != nil {
+				g.failed(a)
+			}
+		}
 		g.ops[op.Name] = a
 		g.keys = append(g.keys, op.Name)
 	}
 	a.sum.Count++
 	a.sum.Bytes += int64(len(content))
 	a.sum.Last = ts
-	writeLengthPrefixed(a.h, content)
+	a.write(content)
 	return a
 }
 
@@ -153,16 +180,17 @@ func (g *aggregator) failed(a *aggregate) {
 }
 
 // entries returns the aggregate records and starts over.
-func (g *aggregator) entries(class SafetyClass) []AuditEntry {
+func (g *aggregator) entries() []AuditEntry {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make([]AuditEntry, 0, len(g.keys))
 	for _, k := range g.keys {
 		a := g.ops[k]
 		sum := a.sum
+		a.h.Write(a.buf)
 		sum.SHA256 = hex.EncodeToString(a.h.Sum(nil))
-		out = append(out, AuditEntry{Kind: AuditAggregated, Operation: a.op, Class: class, Allowed: true, Code: CodeAllowed,
-			DecidedBy: "class:" + string(class), Reason: "safe: each call was decided alike; recorded once for the run", Aggregate: &sum})
+		out = append(out, AuditEntry{Kind: AuditAggregated, Operation: a.op, Class: AlwaysSafe, Allowed: true, Code: CodeAllowed,
+			DecidedBy: decidedBySafeClass, Reason: "safe: each call was decided alike; recorded once for the run", Aggregate: &sum})
 	}
 	g.ops, g.keys = nil, nil
 	return out

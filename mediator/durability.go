@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,6 +40,7 @@ type AuditBarrier struct {
 	// set by the run's first decision (they are the policy's records).
 	queue  AuditQueue
 	syncer AuditSyncer
+	using  atomic.Bool // queue and syncer are set
 	last   int64 // the highest seq among the pruned tickets
 }
 
@@ -60,11 +62,15 @@ func NewRunBarrier(ra RunAudit) *AuditBarrier {
 
 // use remembers the records the run's decisions go to.
 func (b *AuditBarrier) use(q AuditQueue, y AuditSyncer) {
+	if b.using.Load() {
+		return // every call of a run goes through here: no lock once set
+	}
 	b.mu.Lock()
 	if b.queue == nil {
 		b.queue, b.syncer = q, y
 	}
 	b.mu.Unlock()
+	b.using.Store(true)
 }
 
 // BarrierAuthorizer is an Authorizer that can decide a run's operations
@@ -126,7 +132,7 @@ func (b *AuditBarrier) Wait(ctx context.Context) error {
 	if q != nil {
 		// The aggregated calls' records, written now, before the run
 		// reports: they are under the barrier like any other.
-		for _, e := range b.agg.entries(AlwaysSafe) {
+		for _, e := range b.agg.entries() {
 			b.add(q.EnqueueAudit(context.WithoutCancel(ctx), e, nil))
 		}
 	}

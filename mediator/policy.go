@@ -231,7 +231,10 @@ func (p *Policy) decide(ctx context.Context, op Operation, audit *AuditRequest) 
 		return d
 	}
 	pref, found := f.pref, f.pref.ID != 0
-	by := "preference:" + strconv.FormatInt(pref.ID, 10)
+	var by string
+	if found { // only then: the string costs an allocation on every call
+		by = "preference:" + strconv.FormatInt(pref.ID, 10)
+	}
 	switch {
 	case found && pref.Answer == AnswerAlwaysBlock:
 		return denied(rule.Class, CodeBlockedByUser, by, "you chose to always block this")
@@ -241,7 +244,7 @@ func (p *Policy) decide(ctx context.Context, op Operation, audit *AuditRequest) 
 	}
 	switch {
 	case rule.Class == AlwaysSafe:
-		return PolicyDecision{Allowed: true, Level: rule.Class, Code: CodeAllowed, DecidedBy: "class:" + string(rule.Class),
+		return PolicyDecision{Allowed: true, Level: rule.Class, Code: CodeAllowed, DecidedBy: decidedBySafeClass,
 			Reason: "safe: it " + rule.Why}
 	case rule.Class == RequiresConfirmation && level == LevelHigh:
 		return PolicyDecision{Allowed: true, Level: rule.Class, Code: CodeAllowed, DecidedBy: "level:high",
@@ -273,8 +276,6 @@ func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier)
 	if d.RequiresPrompt {
 		d = p.prompt(ctx, op, d)
 	}
-	entry := AuditEntry{Kind: AuditDecision, Operation: op, Class: d.Level, Allowed: d.Allowed,
-		Code: d.Code, DecidedBy: d.DecidedBy, Reason: d.Reason}
 	allowed := d.Allowed && d.Code == CodeAllowed
 	queue, _ := p.records.(AuditQueue)
 	if queue == nil {
@@ -287,17 +288,14 @@ func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier)
 	rule, _ := RuleFor(op)
 	if bar != nil {
 		bar.use(queue, syncer)
-		if allowed && rule.Aggregate && d.DecidedBy == "class:"+string(AlwaysSafe) && !asked.PerCall() && !bar.audit.PerCall {
+		if allowed && rule.Aggregate && d.DecidedBy == decidedBySafeClass && !asked.PerCall() && !bar.audit.PerCall {
 			// Decided by the class alone, as every such call of the
 			// run is: counted into the run's one record (Wait writes it).
-			a := bar.agg.add(op, op.Content)
-			return func(result error) {
-				if result != nil {
-					bar.agg.failed(a)
-				}
-			}, nil
+			return bar.agg.add(op, op.Content).done, nil
 		}
 	}
+	entry := AuditEntry{Kind: AuditDecision, Operation: op, Class: d.Level, Allowed: d.Allowed,
+		Code: d.Code, DecidedBy: d.DecidedBy, Reason: d.Reason}
 	executed := func(result error) AuditEntry {
 		e := AuditEntry{Kind: AuditExecuted, Operation: op, Class: d.Level, Allowed: true}
 		if result != nil {

@@ -132,13 +132,28 @@ func (c Capabilities) Timeout() time.Duration {
 	return time.Duration(c.ExecutionTimeout) * time.Millisecond
 }
 
-var agentIDPattern = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// plainID reports whether id matches ^[A-Za-z0-9][A-Za-z0-9._-]*$. A
+// loop rather than a regexp: every decision checks the id, and the
+// regexp cost a third of a log call's decision.
+func plainID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return id != ""
+}
 
 // ValidAgentID reports whether id may name an agent: 1 to 128 characters of
 // ASCII letters, digits, '.', '_' and '-', starting with a letter or digit.
 // The id reaches file names, log lines and SQL parameters, so it is kept plain.
 func ValidAgentID(id string) error {
-	if id == "" || len(id) > MaxAgentIDLen || !agentIDPattern().MatchString(id) {
+	if id == "" || len(id) > MaxAgentIDLen || !plainID(id) {
 		return Errorf(CodeInvalidProfile, "agentId %q must be 1-%d characters of letters, digits, '.', '_' or '-', starting with a letter or digit", Truncate(id, 64), MaxAgentIDLen)
 	}
 	return nil

@@ -88,11 +88,17 @@ func (d Deps) Run(ctx context.Context, r Request) (Outcome, error) {
 	if ba, ok := auth.(mediator.BarrierAuthorizer); ok {
 		auth = ba.WithBarrier(bar)
 	}
+	events := r.Events
+	var out *outputBatcher
+	if events != nil {
+		out = newOutputBatcher(events)
+		events = out.event
+	}
 	spec := wasmhost.RunSpec{
 		Agent: rec, Module: module, Input: []byte(r.Input),
 		SessionID: in.Session, SessionLevel: in.Level, Workspace: in.Workspace, Memory: d.Store,
 		PageOrigin: r.PageOrigin, Browser: r.Browser,
-		Authorizer: auth, LogDenial: d.LogDenial, Events: r.Events,
+		Authorizer: auth, LogDenial: d.LogDenial, Events: events,
 	}
 	if d.Fetch != nil {
 		level := in.Level
@@ -101,6 +107,9 @@ func (d Deps) Run(ctx context.Context, r Request) (Outcome, error) {
 		}
 	}
 	res, err := d.Runtime.Run(ctx, spec)
+	if out != nil {
+		out.flush() // every output event before the reply
+	}
 	if berr := bar.Wait(context.WithoutCancel(ctx)); berr != nil {
 		return Outcome{}, fmt.Errorf("agent[%s] run: %w", rec.Profile.AgentID, berr)
 	}

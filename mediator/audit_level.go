@@ -146,7 +146,8 @@ func (a *aggregate) write(c string) {
 }
 
 // add counts one allowed call of op carrying content.
-func (g *aggregator) add(op Operation, content string) *aggregate {
+func (g *aggregator) add(op *Operation) *aggregate {
+	content := op.Content
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	a := g.ops[op.Name]
@@ -194,4 +195,53 @@ func (g *aggregator) entries() []AuditEntry {
 	}
 	g.ops, g.keys = nil, nil
 	return out
+}
+
+// FactsVersioner is what records offer that can tell, without a query,
+// whether anything may have been committed since a moment: the version
+// changes with every commit of any process. ok is false when they cannot
+// tell that cheaply. The store implements it.
+type FactsVersioner interface {
+	FactsVersion() (v uint64, ok bool)
+}
+
+// safeMemo remembers, for one run, the last aggregated call the safety
+// class allowed and the records' version it was decided under. The next
+// call of the same operation, same agent and level, under the same
+// version, would read the same facts and get the same decision, so it
+// is counted without deciding again. Any commit anywhere (a revocation, a
+// remembered answer, a re-install, or only another run's audit record)
+// moves the version and the next call is decided in full. The
+// administrator's rules are still applied to every call.
+type safeMemo struct {
+	mu      sync.Mutex
+	key     Operation // Content and TextLength cleared: they do not decide a log call
+	version uint64
+	rule    OperationRule
+	valid   bool
+}
+
+// sameCall reports whether op is key but for what a call carries.
+func sameCall(key, op *Operation) bool {
+	content, n := op.Content, op.TextLength
+	op.Content, op.TextLength = "", 0
+	same := *key == *op
+	op.Content, op.TextLength = content, n
+	return same
+}
+
+func (m *safeMemo) get(op *Operation, v uint64) (OperationRule, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.valid || m.version != v || !sameCall(&m.key, op) {
+		return OperationRule{}, false
+	}
+	return m.rule, true
+}
+
+func (m *safeMemo) set(op *Operation, v uint64, rule OperationRule) {
+	m.mu.Lock()
+	m.key, m.version, m.rule, m.valid = *op, v, rule, true
+	m.key.Content, m.key.TextLength = "", 0
+	m.mu.Unlock()
 }

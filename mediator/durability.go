@@ -35,6 +35,7 @@ type AuditBarrier struct {
 
 	audit RunAudit
 	agg   aggregator
+	memo  safeMemo
 	// queue writes the aggregate records at Wait, and syncer makes the
 	// run's records durable there in the strict durability; both are
 	// set by the run's first decision (they are the policy's records).

@@ -271,6 +271,24 @@ func (p *Policy) Authorize(ctx context.Context, op Operation) (func(error), erro
 }
 
 func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier) (func(error), error) {
+	var version uint64
+	versioned := false
+	if vr, ok := p.records.(FactsVersioner); ok && bar != nil && !bar.audit.PerCall {
+		if version, versioned = vr.FactsVersion(); versioned {
+			if rule, ok := bar.memo.get(&op, version); ok {
+				if _, pass := p.adminDenial(op, rule); pass {
+					return bar.agg.add(&op).done, nil
+				}
+			}
+		}
+	}
+	// A function of its own: its closures keep op on the heap, and the
+	// memo's path above should not pay for that.
+	return p.decideAndRecord(ctx, op, bar, version, versioned)
+}
+
+// decideAndRecord is authorize past the run's memo: decide, ask, record.
+func (p *Policy) decideAndRecord(ctx context.Context, op Operation, bar *AuditBarrier, version uint64, versioned bool) (func(error), error) {
 	var asked AuditRequest
 	d := p.decide(ctx, op, &asked)
 	if d.RequiresPrompt {
@@ -291,7 +309,10 @@ func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier)
 		if allowed && rule.Aggregate && d.DecidedBy == decidedBySafeClass && !asked.PerCall() && !bar.audit.PerCall {
 			// Decided by the class alone, as every such call of the
 			// run is: counted into the run's one record (Wait writes it).
-			return bar.agg.add(op, op.Content).done, nil
+			if versioned {
+				bar.memo.set(&op, version, rule)
+			}
+			return bar.agg.add(&op).done, nil
 		}
 	}
 	entry := AuditEntry{Kind: AuditDecision, Operation: op, Class: d.Level, Allowed: d.Allowed,

@@ -143,6 +143,10 @@ type Options struct {
 	// the run constructor (RunAudit).
 	AuditCalls string
 
+	// holdSync makes the sync window an hour, so that only a request
+	// (SyncAudit, a checkpoint, Close) syncs; only tests set it.
+	holdSync bool
+
 	// synchronousNormal trades durability for speed; only the benchmark that
 	// measures the cost of synchronous=FULL sets it.
 	synchronousNormal bool
@@ -278,7 +282,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	// cannot be removed now is tried again at the next open.
 	_ = s.sweepEphemeralSessions(context.Background(), opts.EphemeralSessionAge)
 	s.cache = newFactCache()
-	s.sy = newSyncer(dbPath, opts.SyncWindow, syncMode == "FULL", s.auditSize)
+	window := opts.SyncWindow
+	if opts.holdSync {
+		window = time.Hour
+	}
+	s.sy = newSyncer(dbPath, window, syncMode == "FULL", s.auditSize)
 	s.runAudit = mediator.RunAudit{Strict: syncMode == "FULL", PerCall: opts.AuditCalls == mediator.AuditCallsPerCall}
 	s.startCommitter()
 	return s, nil

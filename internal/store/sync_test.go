@@ -65,10 +65,11 @@ func TestDurabilityModes(t *testing.T) {
 			}
 		})
 	}
-	t.Run("hostile mode refused", func(t *testing.T) {
-		for _, mode := range []string{"none", "off", "STRICT", "written "} {
-			if _, err := Open(t.TempDir(), Options{Durability: mode}); mediator.CodeOf(err) != mediator.CodeBadRequest {
-				t.Errorf("Open with durability %q: %v; want bad_request", mode, err)
+	t.Run("hostile settings refused", func(t *testing.T) {
+		for _, o := range []Options{{Durability: "none"}, {Durability: "off"}, {Durability: "STRICT"}, {Durability: "written "},
+			{AuditCalls: "none"}, {AuditCalls: "Per-Call"}, {SyncWindow: time.Hour}, {SyncWindow: -time.Millisecond}} {
+			if _, err := Open(t.TempDir(), o); mediator.CodeOf(err) != mediator.CodeBadRequest {
+				t.Errorf("Open with %+v: %v; want bad_request", o, err)
 			}
 		}
 	})
@@ -90,7 +91,7 @@ func TestSyncWindowHoldsUntilAsked(t *testing.T) {
 		return rec.Seq
 	}
 	t.Run("SyncAudit", func(t *testing.T) {
-		s, _ := Open(t.TempDir(), Options{SyncWindow: time.Hour})
+		s, _ := Open(t.TempDir(), Options{holdSync: true})
 		defer s.Close()
 		seq := appendOne(t, s)
 		if err := s.SyncAudit(ctx, seq); err != nil || s.DurableAuditSize() < seq {
@@ -98,7 +99,7 @@ func TestSyncWindowHoldsUntilAsked(t *testing.T) {
 		}
 	})
 	t.Run("checkpoint", func(t *testing.T) {
-		s, _ := Open(t.TempDir(), Options{SyncWindow: time.Hour})
+		s, _ := Open(t.TempDir(), Options{holdSync: true})
 		defer s.Close()
 		seq := appendOne(t, s)
 		_, size, _, err := s.AuditCheckpoint(ctx)
@@ -107,7 +108,7 @@ func TestSyncWindowHoldsUntilAsked(t *testing.T) {
 		}
 	})
 	t.Run("close", func(t *testing.T) {
-		s, _ := Open(t.TempDir(), Options{SyncWindow: time.Hour})
+		s, _ := Open(t.TempDir(), Options{holdSync: true})
 		seq := appendOne(t, s)
 		s.Close()
 		if s.DurableAuditSize() < seq || s.sy.syncs.Load() == 0 {
@@ -120,7 +121,7 @@ func TestSyncWindowHoldsUntilAsked(t *testing.T) {
 // second agent whose profile asks for the strict durability.
 func strictFixture(t *testing.T) (*Store, *mediator.Policy) {
 	t.Helper()
-	s, err := Open(t.TempDir(), Options{Now: fixedClock(), SyncWindow: time.Hour})
+	s, err := Open(t.TempDir(), Options{Now: fixedClock(), holdSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +257,50 @@ func TestLogCallsAggregate(t *testing.T) {
 			}
 			if rep, err := s.VerifyAudit(ctx); err != nil || !rep.OK {
 				t.Fatalf("verify %+v %v", rep, err)
+			}
+		})
+	}
+	// The run remembers its last allowed log decision while nothing was
+	// committed: a revocation, by this Store or by another process's,
+	// must deny the very next call.
+	for _, other := range []bool{false, true} {
+		name := "a revocation mid-run denies the next call"
+		if other {
+			name += " (another process)"
+		}
+		t.Run(name, func(t *testing.T) {
+			s, pol, dir := cachedFixture(t)
+			bar := mediator.NewRunBarrier(mediator.RunAudit{})
+			auth := pol.WithBarrier(bar)
+			logOnce := func() error {
+				done, err := auth.Authorize(ctx, mediator.Operation{AgentID: "c", Name: mediator.OpLog, Permission: mediator.PermConsoleLog, Content: "x"})
+				if err == nil {
+					done(nil)
+				}
+				return err
+			}
+			for range 5 {
+				if err := logOnce(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			revoker := s
+			if other {
+				revoker = openTestStore(t, dir)
+			}
+			if _, err := revoker.Revoke(ctx, "c", mediator.PermConsoleLog); err != nil {
+				t.Fatal(err)
+			}
+			if err := logOnce(); mediator.CodeOf(err) != mediator.CodeRevokedByUser {
+				t.Fatalf("log after the revocation: %v; want revoked_by_user", err)
+			}
+			if err := bar.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			page, err := s.ListAudit(ctx, 0, 100, false)
+			if err != nil || len(page.Records) != 2 || page.Records[0].Code != mediator.CodeRevokedByUser ||
+				page.Records[1].Kind != mediator.AuditAggregated || page.Records[1].Aggregate.Count != 5 {
+				t.Fatalf("trail %+v %v; want the denial, then the aggregate of 5", page, err)
 			}
 		})
 	}

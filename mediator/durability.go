@@ -42,7 +42,7 @@ type AuditBarrier struct {
 	queue  AuditQueue
 	syncer AuditSyncer
 	using  atomic.Bool // queue and syncer are set
-	last   int64 // the highest seq among the pruned tickets
+	last   int64       // the highest seq among the pruned tickets
 }
 
 // NewAuditBarrier returns a barrier for one run. A run decided through

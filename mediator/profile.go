@@ -132,7 +132,6 @@ func (c Capabilities) Timeout() time.Duration {
 	return time.Duration(c.ExecutionTimeout) * time.Millisecond
 }
 
-
 // plainID reports whether id matches ^[A-Za-z0-9][A-Za-z0-9._-]*$. A
 // loop rather than a regexp: every decision checks the id, and the
 // regexp cost a third of a log call's decision.

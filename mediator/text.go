@@ -1,9 +1,7 @@
 package mediator
 
 import (
-	"regexp"
 	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -41,9 +39,3 @@ func cutOnRune(s string, n int) string {
 	return s[:n]
 }
 
-// lazyRegexp compiles expr on first use, not at package init: every
-// command of the binary runs every package's init, and a host started for
-// one message should not pay for patterns it never matches.
-func lazyRegexp(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
-}

@@ -164,4 +164,3 @@ func agentRecordShapes(t *testing.T, dir, agent string) []string {
 	slices.Sort(out)
 	return out
 }
-

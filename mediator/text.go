@@ -38,4 +38,3 @@ func cutOnRune(s string, n int) string {
 	}
 	return s[:n]
 }
-

@@ -47,6 +47,10 @@ type syncer struct {
 	size            func(ctx context.Context) (int64, error)
 
 	durable atomic.Int64 // the highest seq known to be on disk
+	// dirtySince is when the oldest commit no sync has yet started to
+	// cover was made (Unix ns), 0 when there is none: the window runs
+	// from it, so a commit made while an fsync runs waits no longer.
+	dirtySince atomic.Int64
 
 	dirty   chan struct{} // a commit happened; buffered 1
 	urgent  chan struct{} // someone waits; sync without waiting out the window
@@ -73,6 +77,7 @@ func newSyncer(dbPath string, window time.Duration, strict bool, size func(conte
 
 // committed tells the syncer a transaction committed.
 func (y *syncer) committed() {
+	y.dirtySince.CompareAndSwap(0, time.Now().UnixNano())
 	select {
 	case y.dirty <- struct{}{}:
 	default:
@@ -91,9 +96,13 @@ func (y *syncer) loop() {
 			return
 		case <-y.urgent:
 		case <-y.dirty:
+			since := y.dirtySince.Load()
+			if since == 0 {
+				continue // a sync that started after the commit covered it
+			}
 			// Let the window gather the commits that follow this one
 			// into the same fsync, unless someone waits for it.
-			timer.Reset(y.window)
+			timer.Reset(time.Until(time.Unix(0, since).Add(y.window)))
 			select {
 			case <-timer.C:
 			case <-y.urgent:
@@ -117,6 +126,8 @@ func (y *syncer) loop() {
 // sync makes every record committed so far durable and publishes its size.
 func (y *syncer) sync() {
 	ctx := context.Background()
+	// Every commit made before this moment is in the size read next.
+	y.dirtySince.Store(0)
 	size, err := y.size(ctx)
 	if err == nil && !y.strict {
 		err = y.fsync()

@@ -5,16 +5,20 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/agentgate/nmhost/internal/cli"
 	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/viewer"
 )
 
 // entryLogCalls is how many log calls the entry-point benchmark's agent
@@ -57,7 +61,9 @@ var logProfile = map[string]any{"agentId": "logger", "permissions": map[string]a
 // each entry point, reported per call (ns/call) and as a multiple of the
 // baseline: raw wazero running the same module with a host function that
 // does nothing. "native host" is run-agent over the pipes of the real
-// binary (the extension's path, the reply included); "nmhost run" is the
+// binary (the extension's path, the reply included); "ws run" is the
+// viewer's /ws run through `nmhost serve` (output and result messages
+// over the websocket); "nmhost run" is the
 // command, in this process (the store opened, the agent installed, the
 // module loaded from the data dir's compile cache, the run, the store
 // closed and synced), without the cost of starting a process, which
@@ -109,6 +115,47 @@ func BenchmarkLogCallEntryPoints(b *testing.B) {
 			var res struct{ Status string }
 			if err != nil || !r.Success || r.Decode(&res) != nil || res.Status != "ok" {
 				b.Fatalf("run-agent: %v %+v", err, r)
+			}
+		}
+		perCall(b)
+	})
+	b.Run("ws run", func(b *testing.B) {
+		dir := newDataDir(b)
+		p := start(b, dir)
+		if r := call(b, p.Client, "install-agent", map[string]any{"module": base64.StdEncoding.EncodeToString(module), "profile": logProfile}); !r.Success {
+			b.Fatalf("install: %+v", r)
+		}
+		m := startServe(b, hostEnv(dir), "--port", "0").url
+		h := http.Header{}
+		h.Set("Origin", "http://127.0.0.1:"+m[1])
+		h.Set("Sec-WebSocket-Protocol", viewer.ViewerProtocol+", "+viewer.TokenProtocolPrefix+m[2])
+		c, _, err := (&websocket.Dialer{HandshakeTimeout: 5 * time.Second}).Dial("ws://127.0.0.1:"+m[1]+"/ws", h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		for b.Loop() {
+			if err := c.WriteJSON(map[string]any{"type": "run", "run_id": "r", "agent_id": "logger"}); err != nil {
+				b.Fatal(err)
+			}
+			for done := false; !done; {
+				var msg struct {
+					Type   string
+					Result *struct{ Status string }
+					Error  string
+				}
+				if err := c.ReadJSON(&msg); err != nil {
+					b.Fatal(err)
+				}
+				switch msg.Type {
+				case "result":
+					if msg.Result == nil || msg.Result.Status != "ok" {
+						b.Fatalf("/ws result %+v", msg)
+					}
+					done = true
+				case "error":
+					b.Fatal(msg.Error)
+				}
 			}
 		}
 		perCall(b)

@@ -8,6 +8,11 @@ const (
 	// AuditUninstall records that an agent was removed together with its
 	// grants and remembered answers.
 	AuditUninstall = "uninstall"
+	// AuditAggregated is one run's calls of an aggregated operation
+	// (OperationRule.Aggregate) in one record, written when the run ends:
+	// Aggregate says how many, how many bytes, a hash of their contents
+	// and when (audit_level.go).
+	AuditAggregated = "aggregate"
 )
 
 // OpAgentUninstall names the operation of an AuditUninstall record.
@@ -34,4 +39,6 @@ type AuditEntry struct {
 	Reason    string      `json:"reason,omitempty"`
 	Ref       int64       `json:"ref,omitempty"`   // executed: the decision's seq
 	Error     string      `json:"error,omitempty"` // executed: why it failed
+	// Aggregate is set on an AuditAggregated record only.
+	Aggregate *AuditAggregate `json:"aggregate,omitempty"`
 }

@@ -41,6 +41,12 @@ type OperationRule struct {
 	// ("" any): the session matrix's memory rows and the shell's
 	// information commands. Below it the decision is session_level.
 	MinLevel string
+	// Aggregate: an allowed call that only the safety class decided is
+	// recorded in the run's one aggregate record (AuditAggregated), not
+	// one record per call, unless the host or the profile asks for each
+	// call (AuditCallsPerCall). Only for operations whose calls are the
+	// agent's own business: log writes to the run's own output.
+	Aggregate bool
 	// MCP tool annotations an MCP client would see for this operation.
 	ReadOnly, Destructive, Idempotent, OpenWorld bool
 	Why                                          string // the sentence a prompt shows
@@ -50,7 +56,7 @@ type OperationRule struct {
 // operations up here; anything not listed is ALWAYS_CONFIRM. The order is
 // the documentation's order (docs/permissions.md).
 var operationTable = []OperationRule{
-	{Name: OpLog, Permission: PermConsoleLog, Class: AlwaysSafe, StaysLocal: true,
+	{Name: OpLog, Permission: PermConsoleLog, Class: AlwaysSafe, StaysLocal: true, Aggregate: true,
 		ReadOnly: true, Idempotent: true, Why: "writes to the agent's own output"},
 	{Name: OpPageQuerySelector, Permission: PermPageRead, Class: AlwaysSafe, StaysLocal: true,
 		ReadOnly: true, Idempotent: true, Why: "reads one element of the page"},

@@ -5,6 +5,7 @@
 // It stores nothing and imports no other package of the project: the
 // store, the network and the runtimes depend on it and implement the small
 // interfaces it reads through (PolicyRecords, AgentReader, DenialLogger,
-// AuditQueue).
+// AuditQueue, AuditSyncer, FactsVersioner). How a run's records are kept
+// (durability, per-call or aggregate records) is in audit_level.go.
 // docs/permissions.md states the rules it enforces.
 package mediator

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // AuditTicket is an audit record queued for the next group commit. Done is
@@ -30,6 +32,17 @@ type AuditBarrier struct {
 	pending []AuditTicket
 	limit   int // prune the finished tickets when pending reaches it
 	err     error
+
+	audit RunAudit
+	agg   aggregator
+	memo  safeMemo
+	// queue writes the aggregate records at Wait, and syncer makes the
+	// run's records durable there in the strict durability; both are
+	// set by the run's first decision (they are the policy's records).
+	queue  AuditQueue
+	syncer AuditSyncer
+	using  atomic.Bool // queue and syncer are set
+	last   int64       // the highest seq among the pruned tickets
 }
 
 // NewAuditBarrier returns a barrier for one run. A run decided through
@@ -39,7 +52,27 @@ type AuditBarrier struct {
 // run waits on it before it reports. The barrier is a value the run
 // constructor holds and passes, never something a context carries:
 // whoever builds a run sees whether its records may trail its calls.
-func NewAuditBarrier() *AuditBarrier { return &AuditBarrier{limit: 1024} }
+func NewAuditBarrier() *AuditBarrier { return NewRunBarrier(RunAudit{}) }
+
+// NewRunBarrier returns a barrier for one run whose records are kept as ra
+// says (the run constructor resolves it from the host's config and the
+// agent's profile).
+func NewRunBarrier(ra RunAudit) *AuditBarrier {
+	return &AuditBarrier{limit: 1024, audit: ra, agg: aggregator{now: time.Now}}
+}
+
+// use remembers the records the run's decisions go to.
+func (b *AuditBarrier) use(q AuditQueue, y AuditSyncer) {
+	if b.using.Load() {
+		return // every call of a run goes through here: no lock once set
+	}
+	b.mu.Lock()
+	if b.queue == nil {
+		b.queue, b.syncer = q, y
+	}
+	b.mu.Unlock()
+	b.using.Store(true)
+}
 
 // BarrierAuthorizer is an Authorizer that can decide a run's operations
 // under that run's audit barrier (the Policy is one).
@@ -76,9 +109,11 @@ func (b *AuditBarrier) add(t AuditTicket) {
 	for _, p := range b.pending {
 		select {
 		case <-p.Done():
-			if _, err := p.Result(); err != nil && b.err == nil {
+			rec, err := p.Result()
+			if err != nil && b.err == nil {
 				b.err = err
 			}
+			b.last = max(b.last, rec.Seq)
 		default:
 			kept = append(kept, p)
 		}
@@ -93,9 +128,20 @@ func (b *AuditBarrier) add(t AuditTicket) {
 // whose Wait fails must not report success.
 func (b *AuditBarrier) Wait(ctx context.Context) error {
 	b.mu.Lock()
+	q, y := b.queue, b.syncer
+	b.mu.Unlock()
+	if q != nil {
+		// The aggregated calls' records, written now, before the run
+		// reports: they are under the barrier like any other.
+		for _, e := range b.agg.entries() {
+			b.add(q.EnqueueAudit(context.WithoutCancel(ctx), e, nil))
+		}
+	}
+	b.mu.Lock()
 	pending := b.pending
 	b.pending = nil
 	err := b.err
+	last := b.last
 	b.mu.Unlock()
 	for _, t := range pending {
 		select {
@@ -103,9 +149,14 @@ func (b *AuditBarrier) Wait(ctx context.Context) error {
 		case <-ctx.Done():
 			return &Error{Code: CodeTimeout, Msg: "the run's audit records were not confirmed on disk in time", Err: ctx.Err()}
 		}
-		if _, terr := t.Result(); terr != nil && err == nil {
+		rec, terr := t.Result()
+		if terr != nil && err == nil {
 			err = terr
 		}
+		last = max(last, rec.Seq)
+	}
+	if err == nil && b.audit.Strict && y != nil {
+		err = y.SyncAudit(ctx, last)
 	}
 	if err != nil {
 		b.mu.Lock()

@@ -27,6 +27,9 @@ type Operation struct {
 	// Path is a workspace name, relative to the workspace.
 	Path       string `json:"path,omitempty"`
 	TextLength int    `json:"textLength,omitempty"` // bytes written or read; never the text
+	// Content is what an aggregated call carries (a log line): hashed
+	// into the run's aggregate record, never written anywhere.
+	Content string `json:"-"`
 	// Hop is, for a fetch, the redirect this request follows (1 for the
 	// first); 0 for the request as the agent made it. Each hop is decided
 	// and recorded on its own.

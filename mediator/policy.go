@@ -80,6 +80,7 @@ type decisionFacts struct {
 	caps      Capabilities
 	set       SetChoice  // Set "": the profile names none (bounded at link time instead)
 	pref      Preference // ID 0: none that applies
+	audit     AuditRequest
 }
 
 // facts reads the grant, the profile's capabilities and the remembered
@@ -103,7 +104,7 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 	c, ok := p.caps[agentID]
 	p.mu.Unlock()
 	if ok && c.profile == raw.ProfileJSON {
-		f.caps, f.set = c.caps, c.set
+		f.caps, f.set, f.audit = c.caps, c.set, c.audit
 		return f, nil
 	}
 	var prof Profile
@@ -113,6 +114,9 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 		return decisionFacts{}, &Error{Code: CodeInternal, Msg: "stored profile of " + agentID + " is unreadable", Err: err}
 	}
 	f.caps = prof.Capabilities
+	if prof.Audit != nil {
+		f.audit = *prof.Audit
+	}
 	if prof.PermissionSet != "" {
 		f.set = DeterminePermissionSet(prof, SetInference{})
 	}
@@ -120,7 +124,7 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 	if len(p.caps) >= maxCachedProfiles {
 		clear(p.caps)
 	}
-	p.caps[agentID] = cachedCaps{profile: raw.ProfileJSON, caps: f.caps, set: f.set}
+	p.caps[agentID] = cachedCaps{profile: raw.ProfileJSON, caps: f.caps, set: f.set, audit: f.audit}
 	p.mu.Unlock()
 	return f, nil
 }
@@ -133,6 +137,7 @@ type cachedCaps struct {
 	profile string
 	caps    Capabilities
 	set     SetChoice
+	audit   AuditRequest
 }
 
 // Policy decides every operation an agent makes: grants and capabilities
@@ -164,6 +169,12 @@ func denied(class SafetyClass, code Code, by, reason string) PolicyDecision {
 // same op against the same grants and preferences always gets the same
 // decision.
 func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
+	return p.decide(ctx, op, nil)
+}
+
+// decide is Decide; when audit is not nil it receives what the agent's
+// profile asks of the audit trail, read with the decision's facts.
+func (p *Policy) decide(ctx context.Context, op Operation, audit *AuditRequest) PolicyDecision {
 	rule, known := RuleFor(op)
 	if !known && op.Name == OpNetworkFetch {
 		// Refused here, before any prompt, so it can never be remembered
@@ -195,6 +206,9 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	if err != nil {
 		return denied(rule.Class, CodeOf(err), "grant:"+string(rule.Permission), MessageOf(err))
 	}
+	if audit != nil {
+		*audit = f.audit
+	}
 	if d, ok := grantDenial(op, rule, f); !ok {
 		return d
 	}
@@ -217,7 +231,10 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 		return d
 	}
 	pref, found := f.pref, f.pref.ID != 0
-	by := "preference:" + strconv.FormatInt(pref.ID, 10)
+	var by string
+	if found { // only then: the string costs an allocation on every call
+		by = "preference:" + strconv.FormatInt(pref.ID, 10)
+	}
 	switch {
 	case found && pref.Answer == AnswerAlwaysBlock:
 		return denied(rule.Class, CodeBlockedByUser, by, "you chose to always block this")
@@ -227,7 +244,7 @@ func (p *Policy) Decide(ctx context.Context, op Operation) PolicyDecision {
 	}
 	switch {
 	case rule.Class == AlwaysSafe:
-		return PolicyDecision{Allowed: true, Level: rule.Class, Code: CodeAllowed, DecidedBy: "class:" + string(rule.Class),
+		return PolicyDecision{Allowed: true, Level: rule.Class, Code: CodeAllowed, DecidedBy: decidedBySafeClass,
 			Reason: "safe: it " + rule.Why}
 	case rule.Class == RequiresConfirmation && level == LevelHigh:
 		return PolicyDecision{Allowed: true, Level: rule.Class, Code: CodeAllowed, DecidedBy: "level:high",
@@ -254,17 +271,52 @@ func (p *Policy) Authorize(ctx context.Context, op Operation) (func(error), erro
 }
 
 func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier) (func(error), error) {
-	d := p.Decide(ctx, op)
+	var version uint64
+	versioned := false
+	if vr, ok := p.records.(FactsVersioner); ok && bar != nil && !bar.audit.PerCall {
+		if version, versioned = vr.FactsVersion(); versioned {
+			if rule, ok := bar.memo.get(&op, version); ok {
+				if _, pass := p.adminDenial(op, rule); pass {
+					return bar.agg.add(&op).done, nil
+				}
+			}
+		}
+	}
+	// A function of its own: its closures keep op on the heap, and the
+	// memo's path above should not pay for that.
+	return p.decideAndRecord(ctx, op, bar, version, versioned)
+}
+
+// decideAndRecord is authorize past the run's memo: decide, ask, record.
+func (p *Policy) decideAndRecord(ctx context.Context, op Operation, bar *AuditBarrier, version uint64, versioned bool) (func(error), error) {
+	var asked AuditRequest
+	d := p.decide(ctx, op, &asked)
 	if d.RequiresPrompt {
 		d = p.prompt(ctx, op, d)
 	}
-	entry := AuditEntry{Kind: AuditDecision, Operation: op, Class: d.Level, Allowed: d.Allowed,
-		Code: d.Code, DecidedBy: d.DecidedBy, Reason: d.Reason}
 	allowed := d.Allowed && d.Code == CodeAllowed
 	queue, _ := p.records.(AuditQueue)
 	if queue == nil {
 		bar = nil
 	}
+	syncer, _ := p.records.(AuditSyncer)
+	// The strict durability: the host's (its store fsyncs every commit),
+	// the run's, or the profile's; it only ever adds waiting.
+	strict := syncer != nil && (asked.Strict() || bar != nil && bar.audit.Strict)
+	rule, _ := RuleFor(op)
+	if bar != nil {
+		bar.use(queue, syncer)
+		if allowed && rule.Aggregate && d.DecidedBy == decidedBySafeClass && !asked.PerCall() && !bar.audit.PerCall {
+			// Decided by the class alone, as every such call of the
+			// run is: counted into the run's one record (Wait writes it).
+			if versioned {
+				bar.memo.set(&op, version, rule)
+			}
+			return bar.agg.add(&op).done, nil
+		}
+	}
+	entry := AuditEntry{Kind: AuditDecision, Operation: op, Class: d.Level, Allowed: d.Allowed,
+		Code: d.Code, DecidedBy: d.DecidedBy, Reason: d.Reason}
 	executed := func(result error) AuditEntry {
 		e := AuditEntry{Kind: AuditExecuted, Operation: op, Class: d.Level, Allowed: true}
 		if result != nil {
@@ -272,7 +324,7 @@ func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier)
 		}
 		return e
 	}
-	if rule, _ := RuleFor(op); allowed && bar != nil && rule.LocalOnly() {
+	if allowed && bar != nil && rule.LocalOnly() {
 		// Nothing leaves the host before the run reports, and the run
 		// reports only after its barrier: the record may trail the call.
 		t := queue.EnqueueAudit(ctx, entry, nil)
@@ -289,6 +341,11 @@ func (p *Policy) authorize(ctx context.Context, op Operation, bar *AuditBarrier)
 	if !allowed {
 		p.logDenial(ctx, op, d, rec.Seq)
 		return nil, Recorded(fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, Errorf(codeOrInternal(d.Code), "%s", d.Reason)))
+	}
+	if strict {
+		if err := syncer.SyncAudit(ctx, rec.Seq); err != nil {
+			return nil, fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, err)
+		}
 	}
 	return func(result error) {
 		e := executed(result)

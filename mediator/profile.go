@@ -96,6 +96,10 @@ type Profile struct {
 	// module, run by the host) or "python" (UTF-8 Python source, run by
 	// the extension's sandbox, every call still decided by the host).
 	Runtime string `json:"runtime,omitempty"`
+	// Audit asks the audit trail for more than the host's settings give:
+	// a strict durability, a record per call (audit_level.go). It can
+	// never ask for less.
+	Audit *AuditRequest `json:"audit,omitempty"`
 }
 
 // The runtimes a profile may name.
@@ -128,13 +132,27 @@ func (c Capabilities) Timeout() time.Duration {
 	return time.Duration(c.ExecutionTimeout) * time.Millisecond
 }
 
-var agentIDPattern = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// plainID reports whether id matches ^[A-Za-z0-9][A-Za-z0-9._-]*$. A
+// loop rather than a regexp: every decision checks the id, and the
+// regexp cost a third of a log call's decision.
+func plainID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return id != ""
+}
 
 // ValidAgentID reports whether id may name an agent: 1 to 128 characters of
 // ASCII letters, digits, '.', '_' and '-', starting with a letter or digit.
 // The id reaches file names, log lines and SQL parameters, so it is kept plain.
 func ValidAgentID(id string) error {
-	if id == "" || len(id) > MaxAgentIDLen || !agentIDPattern().MatchString(id) {
+	if id == "" || len(id) > MaxAgentIDLen || !plainID(id) {
 		return Errorf(CodeInvalidProfile, "agentId %q must be 1-%d characters of letters, digits, '.', '_' or '-', starting with a letter or digit", Truncate(id, 64), MaxAgentIDLen)
 	}
 	return nil
@@ -183,6 +201,12 @@ func (p *Profile) Normalize() error {
 	case "", RuntimeWasm, RuntimePython:
 	default:
 		return Errorf(CodeInvalidProfile, "runtime %q must be wasm or python", Truncate(p.Runtime, 32))
+	}
+	if err := p.Audit.validate(); err != nil {
+		return err
+	}
+	if p.Audit != nil && *p.Audit == (AuditRequest{}) {
+		p.Audit = nil // asks nothing: one normal form
 	}
 	if p.ModuleSHA256 != "" && !IsHexSHA256(p.ModuleSHA256) {
 		return Errorf(CodeInvalidProfile, "moduleSha256 must be 64 lowercase hex digits")

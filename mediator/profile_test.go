@@ -146,6 +146,16 @@ func TestParseProfile(t *testing.T) {
 				t.Errorf("runtime = %q, IsPython = %v", p.Runtime, p.IsPython())
 			}
 		}},
+		{"audit strict and per call", `{"agentId":"a","audit":{"durability":"strict","calls":"per-call"}}`, func(t *testing.T, p Profile) {
+			if !p.Audit.Strict() || !p.Audit.PerCall() {
+				t.Errorf("audit %+v; want strict and per-call", p.Audit)
+			}
+		}},
+		{"audit asking nothing", `{"agentId":"a","audit":{}}`, func(t *testing.T, p Profile) {
+			if p.Audit != nil || p.Audit.Strict() || p.Audit.PerCall() {
+				t.Errorf("audit %+v; want none", p.Audit)
+			}
+		}},
 		{"wasm runtime named", `{"agentId":"a","runtime":"wasm"}`, func(t *testing.T, p Profile) {
 			if p.IsPython() {
 				t.Error("a wasm profile reads as python")
@@ -207,6 +217,15 @@ func TestParseProfile(t *testing.T) {
 		{"deeply nested", `{"agentId":"a","name":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, CodeInvalidProfile},
 		{"bad moduleSha256", `{"agentId":"a","moduleSha256":"abc"}`, CodeInvalidProfile},
 		{"runtime Python (case)", `{"agentId":"a","runtime":"Python"}`, CodeInvalidProfile},
+		// A profile may only ask the audit trail for more, never less.
+		{"audit durability written", `{"agentId":"a","audit":{"durability":"written"}}`, CodeInvalidProfile},
+		{"audit durability none", `{"agentId":"a","audit":{"durability":"none"}}`, CodeInvalidProfile},
+		{"audit durability Strict (case)", `{"agentId":"a","audit":{"durability":"Strict"}}`, CodeInvalidProfile},
+		{"audit calls aggregate", `{"agentId":"a","audit":{"calls":"aggregate"}}`, CodeInvalidProfile},
+		{"audit calls off", `{"agentId":"a","audit":{"calls":"off"}}`, CodeInvalidProfile},
+		{"audit member case variant", `{"agentId":"a","audit":{"Durability":"strict"}}`, CodeInvalidProfile},
+		{"audit member repeated", `{"agentId":"a","audit":{"durability":"strict","durability":""}}`, CodeInvalidProfile},
+		{"audit unknown member", `{"agentId":"a","audit":{"level":"none"}}`, CodeInvalidProfile},
 		{"runtime javascript", `{"agentId":"a","runtime":"javascript"}`, CodeInvalidProfile},
 		{"runtime not a string", `{"agentId":"a","runtime":1}`, CodeInvalidProfile},
 		{"runtime twice", `{"agentId":"a","runtime":"wasm","runtime":"python"}`, CodeInvalidProfile},
@@ -260,5 +279,27 @@ func TestParsePermission(t *testing.T) {
 		if _, err := ParsePermission(s); CodeOf(err) != CodeUnknownPermission {
 			t.Errorf("ParsePermission(%q) err = %v; want unknown_permission", s, err)
 		}
+	}
+}
+
+// TestAggregateHashIsLengthPrefixed: contents that concatenate alike hash
+// apart, and the same contents hash alike.
+func TestAggregateHashIsLengthPrefixed(t *testing.T) {
+	cases := []struct {
+		name string
+		a, b []string
+		same bool
+	}{
+		{"same calls", []string{"ab", "c"}, []string{"ab", "c"}, true},
+		{"split moved", []string{"ab", "c"}, []string{"a", "bc"}, false},
+		{"empty call added", []string{"abc"}, []string{"abc", ""}, false},
+		{"order", []string{"a", "b"}, []string{"b", "a"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := AggregateHash(c.a...) == AggregateHash(c.b...); got != c.same {
+				t.Errorf("hash(%q) == hash(%q): %v; want %v", c.a, c.b, got, c.same)
+			}
+		})
 	}
 }

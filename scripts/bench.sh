@@ -37,6 +37,7 @@ run ./workflow/ '^(BenchmarkPureWorkflow1000|BenchmarkAuthorizeLayer10)$'
 run ./shell/ '^(BenchmarkShellLsR|BenchmarkShellGrepR)$'
 run ./wasmhost/ '^BenchmarkWorkspaceRead1MiB$'
 run ./wasmhost/ '^BenchmarkCompileLargeBody$'
+run ./cmd/nmhost/ '^BenchmarkLogCallEntryPoints$'
 
 # One line per benchmark, in first-seen order: the medians of ns/op, of
 # ns/call (the log benchmark) and of the multiple of the baseline.

@@ -17,7 +17,10 @@ const maxArgBytes = 33 << 20
 // arg copies a guest's (ptr, len) argument out of its memory. Pointers
 // and lengths are the guest's to choose: out of range is an error code
 // for the guest, never a host panic.
-func arg(mod api.Module, ptr, n uint64) ([]byte, error) {
+func arg(mod api.Module, ptr, n uint64) ([]byte, error) { return argPlus(mod, ptr, n, 0) }
+
+// argPlus is arg with room for extra more bytes after the argument.
+func argPlus(mod api.Module, ptr, n uint64, extra int) ([]byte, error) {
 	p, l := api.DecodeU32(ptr), api.DecodeU32(n)
 	if l > maxArgBytes {
 		return nil, mediator.Errorf(mediator.CodeTooLarge, "an argument of %d bytes is over the %d-byte limit", l, maxArgBytes)
@@ -26,7 +29,7 @@ func arg(mod api.Module, ptr, n uint64) ([]byte, error) {
 	if !ok {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "pointer %d and length %d are outside the module's memory", p, l)
 	}
-	return append([]byte(nil), b...), nil
+	return append(make([]byte, 0, len(b)+extra), b...), nil
 }
 
 // authorized runs do after the Authorizer allowed op, and reports its
@@ -73,11 +76,13 @@ func (ru *run) input(api.Module, []uint64) ([]byte, error) {
 }
 
 func (ru *run) log(mod api.Module, stack []uint64) ([]byte, error) {
-	msg, err := arg(mod, stack[0], stack[1])
+	// One copy out of the guest's memory, with room for the newline: the
+	// line is hashed into the run's aggregate record and written out.
+	msg, err := argPlus(mod, stack[0], stack[1], 1)
 	if err != nil {
 		return nil, err
 	}
-	return ru.authorized(mediator.Operation{Name: mediator.OpLog, TextLength: len(msg)}, func() ([]byte, error) {
+	return ru.authorized(mediator.Operation{Name: mediator.OpLog, TextLength: len(msg), Content: string(msg)}, func() ([]byte, error) {
 		if _, err := ru.write(append(msg, '\n')); err != nil {
 			return nil, err
 		}

@@ -76,7 +76,7 @@ type servedProcess struct {
 
 // startServe starts serve with env and args and waits for its first line,
 // which must be the viewer's URL; the process is killed when the test ends.
-func startServe(t *testing.T, env []string, args ...string) *servedProcess {
+func startServe(t testing.TB, env []string, args ...string) *servedProcess {
 	t.Helper()
 	sp := &servedProcess{cmd: exec.Command(nmhostBin, append([]string{"serve"}, args...)...), stderr: &lockedBuffer{}}
 	sp.cmd.Env = env

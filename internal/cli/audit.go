@@ -49,6 +49,9 @@ func runAuditTail(ctx context.Context, env Env) error {
 			verdict = "done"
 		case r.Kind == mediator.AuditExecuted:
 			verdict = "failed " + string(r.Code)
+		case r.Kind == mediator.AuditAggregated && r.Aggregate != nil:
+			// One record for a run's calls: how many, and their bytes.
+			verdict = fmt.Sprintf("allowed %dx %dB", r.Aggregate.Count, r.Aggregate.Bytes)
 		case !r.Allowed:
 			verdict = "denied " + string(r.Code)
 		}

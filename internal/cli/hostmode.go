@@ -75,7 +75,8 @@ func runHost(ctx context.Context, env Env) int {
 		log.Warn("launch arguments not understood", "err", callerErr)
 		caller = host.Caller{Origin: strings.Join(env.Args, " ")}
 	}
-	st, err := store.Open(dir, store.Options{})
+	// err is still the config's: an unreadable one keeps the most records.
+	st, err := store.Open(dir, storeOptionsOf(cfg, err))
 	if err != nil {
 		log.Error("store did not open", "dir", dir, "err", err)
 		return 1

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // openStore opens the store in the data directory env names: the one way
@@ -24,7 +25,27 @@ func openStore(env Env) (*store.Store, error) {
 	if err := datadir.CheckPrivate(dir); err != nil {
 		return nil, err
 	}
-	return store.Open(dir, store.Options{})
+	return store.Open(dir, storeOptionsIn(dir))
+}
+
+// storeOptionsIn are the store's options from the config in dir: its audit
+// settings. A config that cannot be read keeps the most records the most
+// carefully (strict, per call) rather than guess.
+func storeOptionsIn(dir string) store.Options {
+	return storeOptionsOf(datadir.LoadConfig(dir))
+}
+
+// storeOptionsOf is storeOptionsIn of a config already loaded, with the
+// error loading it gave.
+func storeOptionsOf(cfg datadir.Config, err error) store.Options {
+	if err != nil {
+		return store.Options{Durability: mediator.DurabilityStrict, AuditCalls: mediator.AuditCallsPerCall}
+	}
+	a := cfg.Audit
+	if a == nil {
+		return store.Options{}
+	}
+	return store.Options{Durability: a.Durability, SyncWindow: time.Duration(a.SyncWindowMS) * time.Millisecond, AuditCalls: a.Calls}
 }
 
 // runPrefsList: nmhost prefs list [--agent A] [--json]

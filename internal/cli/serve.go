@@ -73,7 +73,7 @@ func runServe(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(dir, store.Options{})
+	st, err := store.Open(dir, storeOptionsIn(dir))
 	if err != nil {
 		return err
 	}

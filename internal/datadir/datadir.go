@@ -80,6 +80,25 @@ type Config struct {
 	// Workflow holds the workflow settings (docs/permissions.md,
 	// "Workflows"); each one left out is on.
 	Workflow *WorkflowSettings `json:"workflow,omitempty"`
+	// Audit says how the audit trail is kept (docs/permissions.md,
+	// "Durability"); nil takes every default.
+	Audit *AuditSettings `json:"audit,omitempty"`
+}
+
+// AuditSettings are the audit trail's settings. The store checks the
+// values when it opens (store.Options): a value it does not know stops it.
+type AuditSettings struct {
+	// Durability is "written" (the default: an effect waits until its
+	// record has reached the operating system, and the record is on disk
+	// within SyncWindowMS) or "strict" (an effect waits until its record
+	// is on disk).
+	Durability string `json:"durability,omitempty"`
+	// SyncWindowMS bounds, in milliseconds, how long a written record
+	// waits for its fsync; 0 means the default, 5.
+	SyncWindowMS int64 `json:"syncWindowMs,omitempty"`
+	// Calls is "aggregate" (the default: a run's log calls leave one
+	// record for the run) or "per-call" (two records for each call).
+	Calls string `json:"calls,omitempty"`
 }
 
 // WorkflowSettings are the workflow switches; nil means on.

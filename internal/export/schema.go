@@ -15,7 +15,7 @@ import (
 // Attribute names: a contract with whoever queries the collector's side
 // (docs/fleet.md has the table). Rename none of them; add new ones.
 const (
-	AttrKind          = "nmhost.record.kind" // decision, executed, uninstall, denial, checkpoint
+	AttrKind          = "nmhost.record.kind" // decision, executed, aggregate, uninstall, denial, checkpoint
 	AttrSeq           = "nmhost.seq"         // audit records: the record's seq, the dedupe key
 	AttrHash          = "nmhost.audit.hash"  // audit records: the chain hash
 	AttrRef           = "nmhost.ref"         // executed: the decision's seq
@@ -47,6 +47,13 @@ const (
 	AttrCPRoot        = "nmhost.checkpoint.root"
 	AttrCPNote        = "nmhost.checkpoint.note"
 	AttrVerifierKey   = "nmhost.audit.verifier_key" // resource: whose log this is
+	// aggregate records: one run's calls of an operation recorded once
+	AttrAggCount  = "nmhost.aggregate.count"
+	AttrAggBytes  = "nmhost.aggregate.bytes"
+	AttrAggSHA256 = "nmhost.aggregate.sha256" // over the calls' length-prefixed contents
+	AttrAggFirst  = "nmhost.aggregate.first"  // ms since the epoch
+	AttrAggLast   = "nmhost.aggregate.last"
+	AttrAggFailed = "nmhost.aggregate.failed"
 )
 
 // Event names (LogRecord.event_name).
@@ -129,6 +136,16 @@ func auditLog(r store.AuditExportRecord, observed uint64) *logspb.LogRecord {
 		}
 		a.s(AttrOutcome, outcome)
 		a.s(AttrError, r.Error)
+	case mediator.AuditAggregated:
+		a.s(AttrDecision, verdict(r.Allowed))
+		if g := r.Aggregate; g != nil {
+			a.n(AttrAggCount, g.Count)
+			a.n(AttrAggBytes, g.Bytes)
+			a.s(AttrAggSHA256, g.SHA256)
+			a.n(AttrAggFirst, g.First)
+			a.n(AttrAggLast, g.Last)
+			a.n(AttrAggFailed, g.Failed)
+		}
 	default:
 		a.s(AttrDecision, verdict(r.Allowed))
 		if !r.Allowed {

@@ -78,16 +78,27 @@ func (d Deps) Run(ctx context.Context, r Request) (Outcome, error) {
 		defer opened.Close()
 		in = &opened
 	}
-	bar := mediator.NewAuditBarrier()
+	// How the run's records are kept: the host's settings, and what the
+	// agent's profile asks on top (it can only ask for more).
+	ra := d.Store.RunAudit()
+	ra.Strict = ra.Strict || rec.Profile.Audit.Strict()
+	ra.PerCall = ra.PerCall || rec.Profile.Audit.PerCall()
+	bar := mediator.NewRunBarrier(ra)
 	auth := d.Authorizer
 	if ba, ok := auth.(mediator.BarrierAuthorizer); ok {
 		auth = ba.WithBarrier(bar)
+	}
+	events := r.Events
+	var out *outputBatcher
+	if events != nil {
+		out = newOutputBatcher(events)
+		events = out.event
 	}
 	spec := wasmhost.RunSpec{
 		Agent: rec, Module: module, Input: []byte(r.Input),
 		SessionID: in.Session, SessionLevel: in.Level, Workspace: in.Workspace, Memory: d.Store,
 		PageOrigin: r.PageOrigin, Browser: r.Browser,
-		Authorizer: auth, LogDenial: d.LogDenial, Events: r.Events,
+		Authorizer: auth, LogDenial: d.LogDenial, Events: events,
 	}
 	if d.Fetch != nil {
 		level := in.Level
@@ -96,6 +107,9 @@ func (d Deps) Run(ctx context.Context, r Request) (Outcome, error) {
 		}
 	}
 	res, err := d.Runtime.Run(ctx, spec)
+	if out != nil {
+		out.flush() // every output event before the reply
+	}
 	if berr := bar.Wait(context.WithoutCancel(ctx)); berr != nil {
 		return Outcome{}, fmt.Errorf("agent[%s] run: %w", rec.Profile.AgentID, berr)
 	}

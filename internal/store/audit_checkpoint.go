@@ -83,7 +83,7 @@ func (s *Store) CheckAuditCheckpoint(ctx context.Context, cp []byte) (AuditExten
 		}
 		ext.Time = s.now()
 		ext.Size = size
-		ext.Checkpoint, err = signTree(key, size, root, ext.Time)
+		ext.Checkpoint, err = s.signDurable(ctx, key, size, root, ext.Time)
 		return err
 	})
 	if err != nil {

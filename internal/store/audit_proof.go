@@ -26,7 +26,7 @@ func (s *Store) AuditCheckpoint(ctx context.Context) (signed []byte, size int64,
 		if err != nil {
 			return err
 		}
-		signed, err = signTree(key, size, root, s.now())
+		signed, err = s.signDurable(ctx, key, size, root, s.now())
 		return err
 	})
 	return signed, size, root, err
@@ -72,7 +72,7 @@ func (s *Store) ProveAuditInclusion(ctx context.Context, seq int64) (auditlog.Pr
 		if err := tlog.CheckRecord(proof, size, root, seq-1, leaf); err != nil {
 			return mediator.Errorf(mediator.CodeInternal, "the log's stored hashes do not prove record %d (run nmhost audit verify): %v", seq, err)
 		}
-		signed, err := signTree(key, size, root, s.now())
+		signed, err := s.signDurable(ctx, key, size, root, s.now())
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func (s *Store) ProveAuditConsistency(ctx context.Context, oldSize int64) (audit
 				return err
 			}
 		}
-		signed, err := signTree(key, size, root, s.now())
+		signed, err := s.signDurable(ctx, key, size, root, s.now())
 		if err != nil {
 			return err
 		}
@@ -129,6 +129,16 @@ func treeHead(ctx context.Context, q querier) (int64, tlog.Hash, error) {
 	}
 	root, err := tlog.TreeHash(size, dbHashes{ctx, q})
 	return size, root, err
+}
+
+// signDurable signs a tree head of size records once they are all on
+// disk: a signed checkpoint never covers a record a power loss could
+// still take (sync.go).
+func (s *Store) signDurable(ctx context.Context, key auditKey, size int64, root tlog.Hash, at time.Time) ([]byte, error) {
+	if err := s.SyncAudit(ctx, size); err != nil {
+		return nil, err
+	}
+	return signTree(key, size, root, at)
 }
 
 // signTree signs a tree head with the data dir's key (auditlog.Sign).

@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash/maphash"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -102,7 +104,33 @@ func (s *Store) wrote() {
 	if s.cache != nil {
 		s.cache.local.Add(1)
 	}
+	if s.sy != nil {
+		s.sy.committed()
+	}
 }
+
+// FactsVersion is a number that changes with every commit of any process
+// (mediator.FactsVersioner): a hash of the mapped WAL-index header and
+// this Store's write count. ok is false until the header is mapped (the
+// first decision maps it) and where it cannot be.
+func (s *Store) FactsVersion() (uint64, bool) {
+	c := s.cache
+	c.walmu.RLock()
+	w := c.wal
+	if w == nil {
+		c.walmu.RUnlock()
+		return 0, false
+	}
+	var b [walIndexHeader + 8]byte
+	h := w.header()
+	c.walmu.RUnlock()
+	copy(b[:], h[:])
+	binary.LittleEndian.PutUint64(b[walIndexHeader:], c.local.Load())
+	return maphash.Bytes(versionSeed, b[:]), true
+}
+
+// versionSeed seeds FactsVersion's hash, once per process.
+var versionSeed = maphash.MakeSeed()
 
 // version says whether anything may have been committed since the cache
 // was filled: the WAL-index header where it is mapped (no query), else

@@ -6,7 +6,8 @@
 //
 // It implements mediator.PolicyRecords, mediator.AuditQueue and
 // mediator.AgentReader; several host processes may open the same directory
-// at once. Audit and denial appends are group-committed (commit.go), and
-// what decisions read is cached per agent until anything may have changed
-// it (cache.go).
+// at once. Audit and denial appends are group-committed (commit.go) and,
+// in the default durability, made durable by a group syncer within a
+// bounded window (sync.go; mediator.AuditSyncer); what decisions read is
+// cached per agent until anything may have changed it (cache.go).
 package store

@@ -126,6 +126,28 @@ type Options struct {
 	// value takes workspace's defaults (64 MiB, 10,000 entries).
 	WorkspaceLimits workspace.Limits
 
+	// Durability is mediator.DurabilityWritten (the default, ""): a
+	// commit has reached the operating system when it returns and the
+	// group syncer (sync.go) fsyncs it within SyncWindow; or
+	// mediator.DurabilityStrict: every commit is fsynced before it
+	// returns (synchronous=FULL). The host's config chooses it.
+	Durability string
+
+	// SyncWindow bounds how long a committed record waits for its fsync
+	// in the written durability. Default DefaultSyncWindow (5 ms); at
+	// most MaxSyncWindow.
+	SyncWindow time.Duration
+
+	// AuditCalls is how runs record their aggregated calls:
+	// mediator.AuditCallsAggregate (the default, "") or
+	// mediator.AuditCallsPerCall. The store only keeps the setting for
+	// the run constructor (RunAudit).
+	AuditCalls string
+
+	// holdSync makes the sync window an hour, so that only a request
+	// (SyncAudit, a checkpoint, Close) syncs; only tests set it.
+	holdSync bool
+
 	// synchronousNormal trades durability for speed; only the benchmark that
 	// measures the cost of synchronous=FULL sets it.
 	synchronousNormal bool
@@ -152,6 +174,12 @@ type Store struct {
 
 	// gc is the group committer of audit and denial appends (commit.go).
 	gc *committer
+
+	// sy is the group syncer that makes commits durable (sync.go).
+	sy *syncer
+
+	// runAudit is how runs keep their records (Options).
+	runAudit mediator.RunAudit
 
 	// cache holds the facts decisions read, per agent (cache.go).
 	cache *factCache
@@ -194,9 +222,27 @@ func Open(dir string, opts Options) (*Store, error) {
 		f.Close()
 	}
 
-	syncMode := "FULL" // a commit is fsynced before it is acknowledged
+	// FULL: a commit is fsynced before it is acknowledged. NORMAL: a
+	// commit has reached the operating system when it is acknowledged,
+	// and the group syncer fsyncs it within the window (sync.go).
+	syncMode := "FULL"
+	switch opts.Durability {
+	case "", mediator.DurabilityWritten:
+		syncMode = "NORMAL"
+	case mediator.DurabilityStrict:
+	default:
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: durability %q is neither %q nor %q", opts.Durability, mediator.DurabilityWritten, mediator.DurabilityStrict)
+	}
 	if opts.synchronousNormal {
 		syncMode = "NORMAL"
+	}
+	switch opts.AuditCalls {
+	case "", mediator.AuditCallsAggregate, mediator.AuditCallsPerCall:
+	default:
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: audit calls %q is neither %q nor %q", opts.AuditCalls, mediator.AuditCallsAggregate, mediator.AuditCallsPerCall)
+	}
+	if opts.SyncWindow < 0 || opts.SyncWindow > MaxSyncWindow {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: a sync window of %v is outside 0 to %v", opts.SyncWindow, MaxSyncWindow)
 	}
 	q := url.Values{}
 	q.Set("_txlock", "immediate") // writers take the lock at BEGIN: no deadlock on upgrade
@@ -237,6 +283,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	// cannot be removed now is tried again at the next open.
 	_ = s.sweepEphemeralSessions(context.Background(), opts.EphemeralSessionAge)
 	s.cache = newFactCache()
+	window := opts.SyncWindow
+	if opts.holdSync {
+		window = time.Hour
+	}
+	s.sy = newSyncer(dbPath, window, syncMode == "FULL", s.auditSize)
+	s.runAudit = mediator.RunAudit{Strict: syncMode == "FULL", PerCall: opts.AuditCalls == mediator.AuditCallsPerCall}
 	s.startCommitter()
 	return s, nil
 }
@@ -333,6 +385,10 @@ func (s *Store) Close() error {
 	if s.gc != nil {
 		s.stopCommitter()
 	}
+	if s.sy != nil {
+		// After the committer: what it committed last is synced too.
+		s.sy.stop()
+	}
 	s.cache.close()
 	return s.db.Close()
 }
@@ -340,8 +396,9 @@ func (s *Store) Close() error {
 // Dir returns the data directory the store lives in.
 func (s *Store) Dir() string { return s.dir }
 
-// write runs fn in one BEGIN IMMEDIATE transaction and commits it; with
-// synchronous=FULL the commit is on disk when write returns nil.
+// write runs fn in one BEGIN IMMEDIATE transaction and commits it; the
+// commit has reached the operating system when write returns nil, and is
+// on disk then too in the strict durability (sync.go).
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()

@@ -397,9 +397,22 @@ func (s *Store) Close() error {
 func (s *Store) Dir() string { return s.dir }
 
 // write runs fn in one BEGIN IMMEDIATE transaction and commits it; the
-// commit has reached the operating system when write returns nil, and is
-// on disk then too in the strict durability (sync.go).
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+// commit is on disk when write returns nil, in either durability: these
+// are the person's grants, revocations and answers, sessions and
+// memories, never the audit records a run's calls write (those go
+// through the committer, and a sync window covers them; sync.go).
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := s.commitWrite(ctx, fn); err != nil {
+		return err
+	}
+	if s.sy != nil {
+		return s.sy.covered(ctx)
+	}
+	return nil
+}
+
+// commitWrite is write's transaction, under the write lock.
+func (s *Store) commitWrite(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)

@@ -328,3 +328,28 @@ func TestLogCallsAggregate(t *testing.T) {
 		}
 	})
 }
+
+// TestPersonsChangesAreOnDiskWhenAcknowledged: a write that is not an
+// audit record (a session's settings here; grants, revocations and
+// answers take the same path) returns only after a sync begun after its
+// commit has finished, whatever the window: a revocation a person was
+// told about survives a power loss.
+func TestPersonsChangesAreOnDiskWhenAcknowledged(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{SyncWindow: MaxSyncWindow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 3 {
+		before := s.sy.started.Load()
+		if _, err := s.UpdateSessionSettings(context.Background(), "s", []byte(`{"permissionLevel":"low"}`)); err != nil {
+			t.Fatal(err)
+		}
+		s.sy.mu.Lock()
+		done := s.sy.done
+		s.sy.mu.Unlock()
+		if done <= before {
+			t.Fatalf("write %d acknowledged with the last finished sync %d begun before it (%d)", i, done, before)
+		}
+	}
+}

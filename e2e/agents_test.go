@@ -311,7 +311,7 @@ func TestContentScriptRefusesWritesTheProfileForbids(t *testing.T) {
 // whose JSON contains want.
 func waitForDenial(t testing.TB, ext context.Context, agent, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(guard)
 	var last string
 	for time.Now().Before(deadline) {
 		last = string(hostCall(t, ext, "list-denials", map[string]any{"agentId": agent}).Data)

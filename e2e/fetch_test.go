@@ -126,7 +126,7 @@ func TestHostKilledMidSessionReconnects(t *testing.T) {
 	// The port notices the dead host when it notices: until then a call
 	// may still meet it (host_disconnected). Poll until a new host
 	// answers, with a deadline, rather than sleep for the port.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(guard)
 	for {
 		r := hostCall(t, opts, "hello", nil)
 		if r.Success {

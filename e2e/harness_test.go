@@ -27,6 +27,12 @@ import (
 // (see extension/README.md).
 const ExtensionID = "kfdflodbjjhffjcgfmobmhlinchkhdlj"
 
+// guard is how long a test waits for something that will happen (a
+// prompt, a reply, a page): a guard against a hang, never a timing. A
+// run's first compile of a Go agent, while the bundled agents compile
+// beside it on a loaded two-core machine, has taken 45 s.
+const guard = 2 * time.Minute
+
 var (
 	nmhostBin string
 	dataDir   string
@@ -173,7 +179,7 @@ func logBrowserError(format string, args ...any) {
 
 // waitForExtension waits for the extension's service worker.
 func waitForExtension(ctx context.Context) error {
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(guard)
 	for time.Now().Before(deadline) {
 		targets, _ := chromedp.Targets(ctx)
 		for _, t := range targets {
@@ -222,7 +228,7 @@ func page(t testing.TB, url string) context.Context {
 	// that ran there would pass, and the next evaluation would find its
 	// context destroyed by the navigation. So wait for url's document, and
 	// retry an evaluation the navigation cut short.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(guard)
 	for {
 		c, cancelEval := context.WithTimeout(ctx, 10*time.Second)
 		ok, err := evalErr[bool](c, `new Promise(r => { const w = () => document.readyState === 'complete' && location.href !== 'about:blank' ? r(true) : setTimeout(w, 20); w() })`)
@@ -259,7 +265,7 @@ func page(t testing.TB, url string) context.Context {
 func grantActiveTab(t testing.TB, ext context.Context, url string) int {
 	t.Helper()
 	var tabTarget target.ID
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(guard)
 	for tabTarget == "" {
 		if time.Now().After(deadline) {
 			t.Fatalf("no tab shows %s", url)
@@ -316,10 +322,7 @@ func extURL(path string) string { return "chrome-extension://" + ExtensionID + "
 // eval evaluates a JavaScript expression, awaiting a promise, in ctx's tab.
 func eval[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
-	// A guard, not a timing: a run's first compile of a Go agent, while
-	// the bundled agents compile beside it on a loaded two-core machine,
-	// has taken 45 s.
-	c, cancel := context.WithTimeout(ctx, 120*time.Second)
+	c, cancel := context.WithTimeout(ctx, guard)
 	defer cancel()
 	v, err := chromedp.Run(c, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -408,7 +411,7 @@ func answerPrompt(t testing.TB, answer string) {
 // nextPrompt waits for a prompt window not handled yet and marks it handled.
 func nextPrompt(t testing.TB) *target.Info {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(guard)
 	for time.Now().Before(deadline) {
 		targets, _ := chromedp.Targets(browser)
 		for _, tg := range targets {

@@ -123,7 +123,7 @@ func killExe(t *testing.T, prefix string) {
 // (host_disconnected) or its failed hello (protocol_mismatch).
 func waitForHost(t *testing.T, ext context.Context, done func(reply) bool) reply {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(guard)
 	for {
 		r := hostCall(t, ext, "hello", nil)
 		if done(r) {

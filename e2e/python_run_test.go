@@ -26,7 +26,7 @@ import (
 // (popup.html without ?tab=) and attaches to it.
 func actionPopup(t testing.TB) (context.Context, target.ID) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(guard)
 	for time.Now().Before(deadline) {
 		targets, _ := chromedp.Targets(browser)
 		for _, tg := range targets {

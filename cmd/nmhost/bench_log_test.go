@@ -135,7 +135,7 @@ func BenchmarkLogCallEntryPoints(b *testing.B) {
 		}
 		defer c.Close()
 		for b.Loop() {
-			if err := c.WriteJSON(map[string]any{"type": "run", "run_id": "r", "agent_id": "logger"}); err != nil {
+			if err := c.WriteJSON(map[string]any{"type": "run", "runId": "r", "agentId": "logger"}); err != nil {
 				b.Fatal(err)
 			}
 			for done := false; !done; {

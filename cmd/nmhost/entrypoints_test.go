@@ -81,7 +81,7 @@ func TestSameAgentSameRecordsEveryEntryPoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if err := c.WriteJSON(map[string]any{"type": "run", "run_id": "r", "agent_id": "entry"}); err != nil {
+			if err := c.WriteJSON(map[string]any{"type": "run", "runId": "r", "agentId": "entry"}); err != nil {
 				t.Fatal(err)
 			}
 			c.SetReadDeadline(time.Now().Add(30 * time.Second))

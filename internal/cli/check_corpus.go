@@ -212,7 +212,7 @@ func checkOperations(ctx context.Context, pol *mediator.Policy, rec mediator.Age
 		}
 		d := pol.Decide(ctx, op)
 		r := checkResult{class: "operation", tried: label + " (" + string(row.Class) + ")"}
-		byPref := strings.HasPrefix(d.DecidedBy, "preference:")
+		byPref := strings.HasPrefix(d.DecidedBy, "pref:")
 		switch {
 		case row.Permission != "" && !held[row.Permission]:
 			r.want = "refused: " + string(row.Permission) + " is not granted"

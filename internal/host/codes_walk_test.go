@@ -162,6 +162,10 @@ func refusalScenarios() []codeScenario {
 			w.h.call("python-run-end", map[string]any{"runId": runID, "agentId": "py-withdrawn", "status": "timeout"})
 			<-got
 		}},
+		{code: mediator.CodeAnswerNotOffered, entry: "network-fetch answered with a scope the prompt did not offer", scenario: func(w *walk) {
+			w.answers("allow-forever")
+			w.fetch("forger", w.web.URL+"/ok", map[string]any{"method": "POST", "body": "x"})
+		}},
 		{code: mediator.CodeBlockedByUser, entry: "network-fetch", scenario: func(w *walk) {
 			w.answers("always-block")
 			w.fetch("blocker", w.web.URL+"/ok", map[string]any{"method": "POST", "body": "x"})

@@ -44,6 +44,7 @@ var migrations = []migration{
 	{sql: schemaMemory},                         // 9 -> 10: the sessions' memory, indexed with FTS5 (schema_memory.go)
 	{fill: splitMemoryIndex},                    // 10 -> 11: one memory index per session, so each ranks on its own (schema_memory.go)
 	{sql: schemaEphemeral},                      // 11 -> 12: the sessions of runs that named none, removed when the run ends (ephemeral.go)
+	{fill: addAnswerScopes},                     // 12 -> 13: remembered answers' scope, end, code and uses (schema_answers.go)
 }
 
 // migration is one schema step: SQL, then, for a step SQL cannot express
@@ -154,6 +155,8 @@ type Store struct {
 
 	// cache holds the facts decisions read, per agent (cache.go).
 	cache *factCache
+	// uses holds remembered answers' uses not yet written (prefuses.go).
+	uses useQueue
 }
 
 // Open opens (creating if needed) the store in dir: dir/nmhost.db and
@@ -235,6 +238,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	// when there are none. Best effort (ephemeral.go): a session that
 	// cannot be removed now is tried again at the next open.
 	_ = s.sweepEphemeralSessions(context.Background(), opts.EphemeralSessionAge)
+	// Expired answers are never used; they are removed here and on every
+	// lookup that meets one. Best effort too.
+	_ = s.sweepExpiredPreferences(context.Background())
 	s.cache = newFactCache()
 	s.startCommitter()
 	return s, nil
@@ -332,6 +338,7 @@ func (s *Store) Close() error {
 	if s.gc != nil {
 		s.stopCommitter()
 	}
+	s.closeUses()
 	s.cache.close()
 	return s.db.Close()
 }

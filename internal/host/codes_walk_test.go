@@ -338,6 +338,7 @@ func TestEveryReasonCodeReachesTheDenialLog(t *testing.T) {
 	h.install("offline", []string{"network.fetch"}, false, hostPort(web.URL))
 	h.install("nogrant", []string{"console.log"}, true, hostPort(web.URL))
 	h.install("blocker", []string{"network.fetch"}, true, hostPort(web.URL))
+	h.install("forger", []string{"network.fetch"}, true, hostPort(web.URL))
 	prompts := &promptScript{}
 	h.client.SetHostHandler(prompts.handle)
 	w := &walk{t: t, h: h, web: web, canary: can, prompts: prompts}

@@ -356,7 +356,7 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 	case mediator.OpMemorySearch:
 		op.TextLength = len(a.Query)
 	}
-	op.AgentID, op.SessionLevel, op.Permission = run.agentID, run.level, fn.Permission
+	op.AgentID, op.SessionLevel, op.SessionID, op.Permission = run.agentID, run.level, run.session, fn.Permission
 	done, err := s.opts.Authorizer.Authorize(ctx, op)
 	if err != nil {
 		return nil, err // the Authorizer recorded the denial
@@ -399,7 +399,7 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 // fetch takes the network-fetch path: grant, ACL, private addresses, the
 // policy and every redirect hop, with the run's session level.
 func (r *pythonRun) fetch(ctx context.Context, s *server, a callParams) (any, error) {
-	return s.fetchFor(ctx, r.agentID, r.level, a.URL, a.Options)
+	return s.fetchFor(ctx, r.agentID, r.level, r.session, a.URL, a.Options)
 }
 
 // shell runs a command line of the session shell in the run's session

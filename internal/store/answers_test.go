@@ -322,3 +322,34 @@ func TestOldAnswersBindToTheInstalledModule(t *testing.T) {
 		t.Fatalf("old answer, new module: %q after %d prompts; want asked", c, n)
 	}
 }
+
+// layerAnswer answers every layer's prompt with one answer.
+type layerAnswer mediator.Answer
+
+func (a layerAnswer) PromptLayer(context.Context, mediator.LayerPrompt) (mediator.Answer, error) {
+	return mediator.Answer(a), nil
+}
+
+// TestLayerPromptRefusesWiderAnswers: a layer's prompt offers once and
+// deny; any remembered answer to it is refused with answer_not_offered
+// and nothing is stored, whatever prompter gave it.
+func TestLayerPromptRefusesWiderAnswers(t *testing.T) {
+	for _, a := range []mediator.Answer{mediator.AnswerAlwaysAllow, mediator.AnswerAllow24h, mediator.AnswerAllowAndLog,
+		mediator.AnswerAllowSession, mediator.AnswerAlwaysBlock, "allow-forever"} {
+		t.Run(string(a), func(t *testing.T) {
+			w := newAnswerWorld(t, mediator.AnswerDeny)
+			op := mediator.Operation{AgentID: "ag", Name: mediator.OpNetworkFetch, Method: "POST", URL: "https://example.com/f", Host: "example.com",
+				TextLength: 1, SessionID: "s"}
+			ds, err := w.p.AuthorizeLayer(context.Background(), "wf", 1, []mediator.LayerTask{{Task: "post", Op: op}}, layerAnswer(a))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := ds[0].Decision; d.Allowed || d.Code != mediator.CodeAnswerNotOffered {
+				t.Fatalf("decision %+v; want answer_not_offered", d)
+			}
+			if n := w.rows(); n != 0 {
+				t.Fatalf("%d answers stored", n)
+			}
+		})
+	}
+}

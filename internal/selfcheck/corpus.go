@@ -244,12 +244,12 @@ func describeDecision(d mediator.PolicyDecision) string {
 }
 
 // checkOrigins: a page write for an origin the person never approved is
-// not run without asking, and an "always allow" remembered for one origin
-// does not carry over to another.
+// not run without asking, and an allow remembered for one origin (of any
+// scope) does not carry over to another.
 func checkOrigins(ctx context.Context, pol *mediator.Policy, rec mediator.AgentRecord, prefs []mediator.Preference, level string) []Result {
 	origins := []string{"https://other-origin.check.invalid"}
 	for _, p := range prefs {
-		if p.Operation == mediator.OpPageSetElementText && p.Answer == mediator.AnswerAlwaysAllow && p.Target != "" {
+		if p.Operation == mediator.OpPageSetElementText && p.Answer.Allows() && p.Target != "" {
 			// The same host on another port, and another scheme: other origins.
 			if u, err := url.Parse(p.Target); err == nil && u.Hostname() != "" {
 				origins = append(origins, "https://"+u.Hostname()+":1", "http://"+u.Hostname()+":1")

@@ -75,12 +75,21 @@ func (a Answer) Remembered() bool {
 
 // PromptOffers is what a prompt about op offers, in the order shown:
 // every answer, but "for this session" only when the operation belongs to
-// a session the answer can be bound to. An answer outside it is refused
-// (answer_not_offered), so the extension cannot widen what was asked.
+// a session the answer can be bound to, and no allow that outlives the
+// session (24 hours, always, allow-and-log) for a shell command that reads
+// files outside the workspace: those are the person's own files, and a
+// standing allow would let the agent read them again unasked long after
+// the task that needed them. An answer outside the offers is refused
+// (answer_not_offered), so the extension cannot widen what was asked, and
+// a stored answer outside them decides nothing (Policy.facts).
 func PromptOffers(op Operation) []Answer {
+	outside := op.Shell != nil && op.Shell.ReadsOutside
 	out := make([]Answer, 0, len(answerScopes))
 	for _, x := range answerScopes {
-		if x.a == AnswerAllowSession && op.SessionID == "" {
+		switch {
+		case x.a == AnswerAllowSession && op.SessionID == "":
+			continue
+		case outside && x.a.Allows() && x.s != ScopeOnce && x.s != ScopeSession:
 			continue
 		}
 		out = append(out, x.a)

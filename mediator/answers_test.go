@@ -105,3 +105,20 @@ func TestAnswerScopesAndNames(t *testing.T) {
 		})
 	}
 }
+
+func TestOutsideReadsOfferNoStandingAllow(t *testing.T) {
+	read := Operation{AgentID: "a", Name: OpShellPrefix + "cp", SessionID: "s", Shell: &ShellStep{Command: "cp", ReadsOutside: true, Paths: []string{"/tmp/x", "x"}}}
+	if got := PromptOffers(read); !slices.Equal(got, []Answer{AnswerAllowOnce, AnswerAllowSession, AnswerDeny, AnswerAlwaysBlock}) {
+		t.Fatalf("an outside read offered %v", got)
+	}
+	for _, a := range []Answer{AnswerAllow24h, AnswerAlwaysAllow, AnswerAllowAndLog} {
+		if err := CheckAnswer(a, PromptOffers(read)); CodeOf(err) != CodeAnswerNotOffered {
+			t.Errorf("%s to an outside read: %v", a, err)
+		}
+	}
+	inside := read
+	inside.Shell = &ShellStep{Command: "cp"}
+	if got := PromptOffers(inside); len(got) != 7 {
+		t.Fatalf("a workspace command offered %v", got)
+	}
+}

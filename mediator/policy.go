@@ -111,8 +111,11 @@ func (p *Policy) facts(ctx context.Context, op Operation, rule OperationRule, ta
 	}
 	f := decisionFacts{granted: raw.Granted, revoked: raw.Revoked, workspace: raw.Workspace, wsRevoked: raw.WorkspaceRevoked,
 		moduleSHA: raw.ModuleSHA256}
-	if raw.Preference.Holds(op, raw.ModuleSHA256, p.now()) {
-		f.pref = raw.Preference
+	if pr := raw.Preference; pr.Holds(op, raw.ModuleSHA256, p.now()) && CheckAnswer(pr.Answer, PromptOffers(op)) == nil {
+		// An answer this operation's prompt would not offer (an "always"
+		// stored for an outside read before such reads stopped offering
+		// it) decides nothing.
+		f.pref = pr
 	}
 	p.mu.Lock()
 	c, ok := p.caps[agentID]

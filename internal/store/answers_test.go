@@ -353,3 +353,31 @@ func TestLayerPromptRefusesWiderAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestStoredAlwaysForAnOutsideReadDecidesNothing: an outside read's
+// prompt offers no standing allow, so an "always allow" stored for one
+// (before reads stopped offering it) asks again; a block still blocks.
+func TestStoredAlwaysForAnOutsideReadDecidesNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		answer mediator.Answer
+		want   mediator.Code
+	}{
+		{mediator.AnswerAlwaysAllow, mediator.CodeConfirmRequired},
+		{mediator.AnswerAllowAndLog, mediator.CodeConfirmRequired},
+		{mediator.AnswerAlwaysBlock, mediator.CodeBlockedByUser},
+	} {
+		t.Run(string(c.answer), func(t *testing.T) {
+			w := newAnswerWorld(t, mediator.AnswerDeny)
+			if _, err := w.s.SetPreference(ctx, mediator.Preference{AgentID: "ag", Operation: "shell.cp", Target: `["/tmp/x"]`,
+				Answer: c.answer, ModuleSHA256: moduleA}); err != nil {
+				t.Fatal(err)
+			}
+			op := mediator.ShellOp("ag", mediator.LevelHigh, mediator.ShellStep{Command: "cp", ReadsOutside: true, Paths: []string{"/tmp/x", "x"}, Writes: true})
+			d := w.p.Decide(ctx, op)
+			if d.Code != c.want {
+				t.Fatalf("decision %+v; want %s", d, c.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -151,5 +153,42 @@ func TestCheckAgentMessage(t *testing.T) {
 	}
 	if len(page.Records) != 3 {
 		t.Fatalf("%d audit records; want the 3 refusals", len(page.Records))
+	}
+}
+
+// TestOutsideReadOffersTheSessionAtMost: a Python agent's shell read
+// outside its workspace (a high session) offers once, this session, deny
+// and block; answered for the session, the same read in that session is
+// not asked about again; a forged "always" is refused.
+func TestOutsideReadOffersTheSessionAtMost(t *testing.T) {
+	h := newHarness(t, true)
+	script := &promptScript{answers: []string{"always-allow", "allow-session"}}
+	h.client.SetHostHandler(script.handle)
+	prof := pyProfile("py-outside", []string{"shell", "workspace.read", "workspace.write"})
+	prof["permissionSet"] = "filesystem"
+	h.mustOK("install-agent", map[string]any{"profile": prof, "module": "await restricted_api.shell('ls')\n"}, nil)
+	if _, err := h.st.UpdateSessionSettings(context.Background(), "deep", []byte(`{"permission_level":"high"}`)); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	if err := os.WriteFile(outside, []byte("theirs"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var run struct{ RunID string }
+	h.mustOK("python-run", map[string]any{"agentId": "py-outside", "sessionId": "deep"}, &run)
+	read := func() nmclient.Reply {
+		return h.call("agent-call", map[string]any{"runId": run.RunID, "agentId": "py-outside", "operation": "shell",
+			"params": map[string]any{"command": "cat " + outside}})
+	}
+	if r := read(); r.Success || r.Code != string(mediator.CodeAnswerNotOffered) {
+		t.Fatalf("a forged always: success=%v %s %s", r.Success, r.Code, r.Error)
+	}
+	if got := fmt.Sprint(script.shown[0]["offers"]); got != "[allow-once allow-session deny always-block]" {
+		t.Fatalf("an outside read offered %s", got)
+	}
+	for i := range 2 {
+		if r := read(); !r.Success || script.count() != 2 {
+			t.Fatalf("read %d: success=%v %s %s after %d prompts", i, r.Success, r.Code, r.Error, script.count())
+		}
 	}
 }

@@ -411,7 +411,7 @@ func (r *pythonRun) shell(ctx context.Context, s *server, line string) (any, err
 		return nil, fmt.Errorf("session[%s] workspace: %w", clip(r.session), err)
 	}
 	defer ws.Close()
-	out, err := shell.Agent{AgentID: r.agentID, Level: r.level, WS: ws, Auth: s.opts.Authorizer, Refused: s.recordDenial, More: func() error {
+	out, err := shell.Agent{AgentID: r.agentID, Level: r.level, Session: r.session, WS: ws, Auth: s.opts.Authorizer, Refused: s.recordDenial, More: func() error {
 		pythonRuns.Lock()
 		defer pythonRuns.Unlock()
 		if r.calls++; r.calls > maxPythonCalls {

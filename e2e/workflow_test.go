@@ -182,7 +182,7 @@ func TestWorkflowPlanApprovedInTheBrowser(t *testing.T) {
 	}
 	clickPrompt(t, tg, "always-allow")
 	sum := summaryOf(<-result)
-	if sum.Status != "ok" || sum.Prompts != 1 || !strings.HasPrefix(sum.Plan.ApprovedBy, "preference:") || sum.Plan.Hash != details.Plan.Hash {
+	if sum.Status != "ok" || sum.Prompts != 1 || !strings.HasPrefix(sum.Plan.ApprovedBy, "pref:always:") || sum.Plan.Hash != details.Plan.Hash {
 		t.Fatalf("first run: %+v", sum)
 	}
 	if got := requests(); !slices.Equal(got, []string{"GET /read", "POST /write", "PUT /update"}) {
@@ -191,7 +191,7 @@ func TestWorkflowPlanApprovedInTheBrowser(t *testing.T) {
 
 	// The same plan again: remembered, no window.
 	sum = summaryOf(<-run())
-	if sum.Status != "ok" || sum.Prompts != 0 || !strings.HasPrefix(sum.Plan.ApprovedBy, "preference:") {
+	if sum.Status != "ok" || sum.Prompts != 0 || !strings.HasPrefix(sum.Plan.ApprovedBy, "pref:always:") {
 		t.Fatalf("second run: %+v", sum)
 	}
 	targets, _ := chromedp.Targets(browser)

@@ -67,8 +67,11 @@ async function loadAgents() {
     const set = p.permissionSet
       ? `${p.permissionSet} (${p.permissionSource === 'inferred' ? `inferred, ${Number(p.permissionConfidence || 0).toFixed(2)}` : 'manual'})`
       : '(none named)';
+    const test = el('button', 'run self-test', { 'data-agent': p.agentId, class: 'selftest' });
+    test.addEventListener('click', () => selfTest(p.agentId));
     tr.append(el('td', p.agentId), el('td', set, { class: 'permission-set' }), el('td', (p.permissions.required || []).join(', ')),
-      el('td', (p.capabilities.allowedHosts || []).join(', ') || '(none)'), el('td', p.capabilities.domAccess), grants);
+      el('td', (p.capabilities.allowedHosts || []).join(', ') || '(none)'), el('td', p.capabilities.domAccess), grants, el('td'));
+    tr.lastChild.append(test);
     return tr;
   }));
   const sel = $('fetch-agent');
@@ -77,20 +80,70 @@ async function loadAgents() {
   if (keep) sel.value = keep;
 }
 
+const when = (ms) => new Date(ms).toLocaleString();
+
+// ends says when a remembered answer stops deciding.
+function ends(p) {
+  if (p.expiresAt) return when(p.expiresAt);
+  if (p.sessionId) return `with session ${p.sessionId}`;
+  return 'when you forget it';
+}
+
 async function loadPrefs() {
   const r = await host('list-preferences');
   if (!r.success) return;
   fill($('prefs').tBodies[0], (r.data.preferences || []).map((p) => {
-    const b = el('button', 'forget');
+    const b = el('button', 'forget', { class: 'forget' });
     b.addEventListener('click', async () => {
       await host('revoke-preference', { preferenceId: p.id });
       refresh();
     });
-    const tr = el('tr');
-    tr.append(el('td', p.agentId), el('td', p.operation), el('td', p.target || `every ${p.operation}`), el('td', p.answer), el('td'));
+    const tr = el('tr', null, { 'data-id': String(p.id), 'data-scope': p.scope || '' });
+    tr.append(el('td', p.agentId), el('td', p.operation), el('td', p.target || `every ${p.operation}`), el('td', p.answer),
+      el('td', p.scope || ''), el('td', ends(p)), el('td', p.lastUsed ? `${when(p.lastUsed)} (${p.uses} uses)` : 'never'),
+      el('td', (p.moduleSha256 || '(no code)').slice(0, 12), { class: 'mono' }), el('td'));
     tr.lastChild.append(b);
     return tr;
   }));
+}
+
+async function loadDigest() {
+  const r = await host('preference-digest');
+  if (!r.success) return;
+  fill($('digest').tBodies[0], (r.data.digest || []).map((d) => {
+    const tr = el('tr', null, { 'data-agent': d.agentId, 'data-count': String(d.count) });
+    const latest = (d.latest || []).map((u) => `${when(u.at)} ${u.target || ''}`.trim()).join('; ');
+    tr.append(el('td', d.agentId), el('td', d.operation), el('td', String(d.count)),
+      el('td', d.lastUsed ? when(d.lastUsed) : 'never'), el('td', latest || '(none yet)', { class: 'mono' }));
+    return tr;
+  }));
+}
+
+// selfTest runs the host's check-agent for one agent and shows one line
+// per rule and the verdict.
+async function selfTest(agentId) {
+  $('selftest').hidden = false;
+  $('selftest-agent').textContent = agentId;
+  const verdict = $('selftest-verdict');
+  verdict.textContent = 'running...';
+  delete verdict.dataset.pass;
+  fill($('selftest-results').tBodies[0], []);
+  const r = await host('check-agent', { agentId });
+  if (!r.success) {
+    verdict.textContent = `could not run: ${r.code}: ${r.error}`;
+    verdict.dataset.pass = 'error';
+    return;
+  }
+  const rep = r.data;
+  fill($('selftest-results').tBodies[0], (rep.results || []).map((x) => {
+    const mark = x.skip ? 'skip' : (x.ok ? 'ok' : 'FAIL');
+    const tr = el('tr', null, { 'data-ok': mark });
+    tr.append(el('td', mark), el('td', x.class), el('td', x.tried, { class: 'mono' }),
+      el('td', x.skip ? '' : x.want), el('td', x.skip || x.got));
+    return tr;
+  }));
+  verdict.textContent = `${rep.pass ? 'pass' : 'FAIL'}: ${rep.fired} rules fired, ${rep.failed} did not, ${rep.skipped} skipped (level ${rep.level})`;
+  verdict.dataset.pass = String(rep.pass);
 }
 
 async function loadDenials() {
@@ -109,7 +162,7 @@ async function refresh() {
   showHostProblem('host-problem');
   try {
     await loadAgents();
-    await Promise.all([loadPrefs(), loadDenials()]);
+    await Promise.all([loadPrefs(), loadDigest(), loadDenials()]);
     $('status').textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (e) {
     $('status').textContent = `the host is not reachable: ${e.message || e}`;

@@ -89,7 +89,12 @@ function rememberAs(d) {
   return r || `every ${d.operation || '?'} by this agent`;
 }
 
-let answers = ['allow-once', 'always-allow', 'deny', 'always-block'];
+// The buttons are the answers the host offered (details.offers, already
+// narrowed by the service worker to what this kind of prompt can carry);
+// the others stay hidden and inert.
+const BUTTONS = ['allow-once', 'allow-session', 'allow-24h', 'always-allow', 'allow-and-log', 'deny', 'always-block'];
+let answers = (Array.isArray(details.offers) ? details.offers : ['allow-once', 'deny']).filter((a) => BUTTONS.includes(a));
+for (const a of answers) $(a).hidden = false;
 if (Array.isArray(details.tasks)) {
   // A layer: one answer for all its listed tasks, and no "always": a
   // workflow's approval holds for this run of this layer only. A plan:
@@ -115,10 +120,7 @@ if (Array.isArray(details.tasks)) {
     }
     return tr;
   }));
-  answers = details.plan ? ['allow-once', 'always-allow', 'deny'] : ['allow-once', 'deny'];
-  $('always-allow').hidden = !details.plan;
   if (details.plan) $('always-allow').textContent = 'Always allow this plan';
-  $('always-block').hidden = true;
 } else {
   agentText($('agent'), details.agentId || '?');
   agentText($('operation'), details.operation || '?');

@@ -13,9 +13,21 @@
 // passed on.
 import { native } from './native.js';
 
-const ANSWERS = new Set(['allow-once', 'always-allow', 'deny', 'always-block']);
+// Every answer a prompt of each kind can ever carry. What one prompt
+// offers is the host's `offers`, within these; the host refuses anything
+// it did not offer (answer_not_offered), so these only keep a window from
+// showing a button the host would refuse anyway.
+const ANSWERS = new Set(['allow-once', 'allow-session', 'allow-24h', 'always-allow', 'allow-and-log', 'deny', 'always-block']);
 const LAYER_ANSWERS = new Set(['allow-once', 'deny']);
 const PLAN_ANSWERS = new Set(['allow-once', 'always-allow', 'deny']);
+
+// offered is what this prompt shows: the host's offers that its kind
+// can carry, in the host's order. A host that names none gets once and
+// deny.
+function offered(m, known) {
+  const list = Array.isArray(m.offers) ? m.offers.filter((a) => known.has(a)) : ['allow-once', 'deny'];
+  return [...new Set(list)];
+}
 
 // How long past the host's own timeout a prompt waits for its
 // prompt-cancel before denying by itself (a host that went quiet).
@@ -36,9 +48,9 @@ export async function prompt(m) {
   const details = {
     agentId: m.agentId, operation: m.operation, permission: m.permission,
     class: m.class, target: m.target || {}, rememberAs: m.rememberAs || '', reason: m.reason,
-    permissionSet: m.permissionSet || '',
+    permissionSet: m.permissionSet || '', offers: offered(m, ANSWERS),
   };
-  return ask(m.id, `agent:${String(m.agentId)}`, details, m.timeoutMs, ANSWERS);
+  return ask(m.id, `agent:${String(m.agentId)}`, details, m.timeoutMs, new Set(details.offers));
 }
 
 // A workflow layer's prompt: one window listing every task of the layer
@@ -56,7 +68,8 @@ export async function promptLayer(m) {
   if (m.plan && typeof m.plan === 'object') {
     details.plan = { hash: String(m.plan.hash || ''), layers: Number(m.plan.layers) || 0 };
   }
-  return ask(m.id, `workflow:${details.workflow}`, details, m.timeoutMs, details.plan ? PLAN_ANSWERS : LAYER_ANSWERS);
+  details.offers = offered(m, details.plan ? PLAN_ANSWERS : LAYER_ANSWERS);
+  return ask(m.id, `workflow:${details.workflow}`, details, m.timeoutMs, new Set(details.offers));
 }
 
 function ask(hostId, key, details, timeoutMs, allowed) {

@@ -11,6 +11,8 @@ import { pythonStart, pythonProgress, pythonStop, pythonRuns, pythonWarm, python
 const PAGE_REQUESTS = new Set([
   'hello', 'list-agents', 'getAgentInfo', 'install-agent', 'uninstall-agent', 'grant', 'revoke',
   'network-fetch', 'run-agent', 'run-workflow', 'list-denials', 'list-preferences', 'revoke-preference', 'list-audit',
+  // The options page: the allow-and-log digest and the self-test.
+  'preference-digest', 'check-agent',
   // Python agents: the offscreen document, which holds the sandbox, relays its calls.
   'python-run', 'agent-call', 'python-run-end', 'log-denial',
   // Sessions: the popup's picker.

@@ -66,7 +66,11 @@ const (
 	CodePromptTimeout   Code = "prompt_timeout"        // nobody answered the prompt in time
 	CodePromptCancelled Code = "prompt_cancelled"      // the prompt was withdrawn (its run ended, its time ran out) before an answer counted; a late answer is refused with it
 	CodeConfirmRequired Code = "confirmation_required" // needs a prompt and no one can be asked
-	CodePageChanged     Code = "page_changed"          // the document a run is bound to is gone or has another origin
+	// CodeAnswerNotOffered: the extension's answer is no answer, or one the
+	// prompt did not offer (a forged "always" to a layer's prompt); it
+	// denies, so an answer can never reach wider than the question.
+	CodeAnswerNotOffered Code = "answer_not_offered"
+	CodePageChanged      Code = "page_changed" // the document a run is bound to is gone or has another origin
 
 	// Running WebAssembly agents.
 	CodeInvalidModule    Code = "invalid_module"     // not a module wazero accepts

@@ -39,6 +39,10 @@ type Operation struct {
 	// to ("low", "medium", "high"); empty means the default,
 	// medium. A level can only narrow what the grants allow, never widen it.
 	SessionLevel string `json:"sessionLevel,omitempty"`
+	// SessionID is the run's session, when the caller knows it: an
+	// "allow for this session" answer is bound to it, and offered only
+	// when it is set. Not part of the audit record's body.
+	SessionID string `json:"-"`
 
 	// Workflow, Layer and Task tie a workflow task's decision to the
 	// workflow, the layer it ran in (1 for the first) and the task's id,

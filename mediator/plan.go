@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -137,6 +136,9 @@ func (p *Policy) ApprovePlan(ctx context.Context, workflow, hash string, layers 
 	pctx, cancel := context.WithTimeout(ctx, p.opts.PromptTimeout)
 	answer, err := pp.PromptPlan(pctx, req)
 	cancel()
+	if err == nil {
+		err = CheckAnswer(answer, PlanOffers())
+	}
 	switch {
 	case err != nil && (CodeOf(err) == CodeTimeout || errors.Is(err, context.DeadlineExceeded)):
 		return refuse(CodePromptTimeout, "prompt:plan", "nobody answered the plan's prompt in time")
@@ -145,15 +147,24 @@ func (p *Policy) ApprovePlan(ctx context.Context, workflow, hash string, layers 
 	case answer == AnswerAllowOnce:
 		return "prompt:plan", nil
 	case answer == AnswerAlwaysAllow:
-		var id int64
+		var last Preference
 		for agent := range agents {
-			pref, err := p.records.SetPreference(ctx, Preference{AgentID: agent, Operation: OpWorkflowPlan, Target: hash, Answer: AnswerAlwaysAllow})
+			// Bound to each agent's code as it is now: a new module of
+			// any of them asks about the plan again.
+			f, err := p.records.DecisionFacts(ctx, agent, PermConsoleLog, OpWorkflowPlan, hash)
 			if err != nil {
 				return refuse(CodeOf(err), "prompt:plan", "your answer could not be stored: "+MessageOf(err))
 			}
-			id = max(id, pref.ID)
+			pref, err := p.records.SetPreference(ctx, Preference{AgentID: agent, Operation: OpWorkflowPlan, Target: hash, Answer: AnswerAlwaysAllow,
+				ModuleSHA256: f.ModuleSHA256})
+			if err != nil {
+				return refuse(CodeOf(err), "prompt:plan", "your answer could not be stored: "+MessageOf(err))
+			}
+			if pref.ID > last.ID {
+				last = pref
+			}
 		}
-		return "preference:" + strconv.FormatInt(id, 10), nil
+		return last.DecidedBy(), nil
 	}
 	return refuse(CodeUserDenied, "prompt:plan", "you denied the workflow's plan")
 }
@@ -161,13 +172,15 @@ func (p *Policy) ApprovePlan(ctx context.Context, workflow, hash string, layers 
 // rememberedPlan reports whether every agent of the plan's questions
 // remembered "always allow" for this exact plan.
 func (p *Policy) rememberedPlan(ctx context.Context, hash string, agents map[string]bool) (string, bool) {
-	var id int64
+	var last Preference
 	for agent := range agents {
 		f, err := p.records.DecisionFacts(ctx, agent, PermConsoleLog, OpWorkflowPlan, hash)
-		if err != nil || f.Preference.ID == 0 || f.Preference.Answer != AnswerAlwaysAllow {
+		if err != nil || f.Preference.Answer != AnswerAlwaysAllow || !f.Preference.Holds(Operation{AgentID: agent}, f.ModuleSHA256, p.now()) {
 			return "", false
 		}
-		id = max(id, f.Preference.ID)
+		if f.Preference.ID > last.ID {
+			last = f.Preference
+		}
 	}
-	return "preference:" + strconv.FormatInt(id, 10), true
+	return last.DecidedBy(), true
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,12 +20,19 @@ type PolicyDecision struct {
 	AlwaysAllow    bool        `json:"alwaysAllow"`
 	Code           Code        `json:"code"`
 	// DecidedBy names the rule or record that decided: "grant:PERM" for a
-	// missing grant, "capability:NAME", "level:LEVEL", "preference:ID",
-	// "class:CLASS", "prompt:ANSWER".
+	// missing grant, "capability:NAME", "level:LEVEL", "pref:SCOPE:ID" (a
+	// remembered answer, Preference.DecidedBy), "class:CLASS",
+	// "prompt:ANSWER".
 	DecidedBy string `json:"decidedBy"`
 	// PermissionSet is the agent's set when its profile names one: the
 	// prompt shows it beside the permission.
 	PermissionSet PermissionSet `json:"permissionSet,omitempty"`
+
+	// pref is the remembered answer that decided (ID 0: none), whose
+	// use Authorize notes; moduleSHA the agent's code a new answer is
+	// bound to.
+	pref      Preference
+	moduleSHA string
 }
 
 // PromptRequest is what a Prompter shows the user. It carries the
@@ -44,10 +50,13 @@ type PromptRequest struct {
 	// PermissionSet is the agent's set, shown beside the permission so
 	// the person sees the ceiling as well as the one grant in play.
 	PermissionSet PermissionSet
+	// Offers is what the prompt offers (PromptOffers); an answer outside
+	// it is refused with answer_not_offered.
+	Offers []Answer
 }
 
-// Prompter asks the user about one operation. An error or an answer other
-// than the four Answer values denies.
+// Prompter asks the user about one operation. An error denies, and so
+// does an answer outside req.Offers (answer_not_offered).
 type Prompter interface {
 	Prompt(ctx context.Context, req PromptRequest) (Answer, error)
 }
@@ -64,6 +73,9 @@ type PolicyOptions struct {
 	// Default 60 s: long enough to read a prompt, short enough that an
 	// agent does not sit on a forgotten one.
 	PromptTimeout time.Duration
+	// Now is the clock remembered answers' ends are read by; nil:
+	// time.Now.
+	Now func() time.Time
 }
 
 // DefaultPromptTimeout is PolicyOptions.PromptTimeout's default.
@@ -81,6 +93,7 @@ type decisionFacts struct {
 	set       SetChoice  // Set "": the profile names none (bounded at link time instead)
 	pref      Preference // ID 0: none that applies
 	audit     AuditRequest
+	moduleSHA string // the agent's installed code
 }
 
 // facts reads the grant, the profile's capabilities and the remembered
@@ -88,7 +101,8 @@ type decisionFacts struct {
 // agent and reused while the stored profile text is unchanged (another
 // process may re-install the agent at any time, so the text is compared
 // every call).
-func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, target string) (decisionFacts, error) {
+func (p *Policy) facts(ctx context.Context, op Operation, rule OperationRule, target string) (decisionFacts, error) {
+	agentID := op.AgentID
 	if err := ValidAgentID(agentID); err != nil {
 		return decisionFacts{}, Errorf(CodeUnknownAgent, "no agent %q is installed", Truncate(agentID, 64))
 	}
@@ -96,9 +110,13 @@ func (p *Policy) facts(ctx context.Context, agentID string, rule OperationRule, 
 	if err != nil {
 		return decisionFacts{}, err
 	}
-	f := decisionFacts{granted: raw.Granted, revoked: raw.Revoked, workspace: raw.Workspace, wsRevoked: raw.WorkspaceRevoked}
-	if a := raw.Preference.Answer; raw.Preference.ID != 0 && (a == AnswerAlwaysAllow || a == AnswerAlwaysBlock) {
-		f.pref = raw.Preference
+	f := decisionFacts{granted: raw.Granted, revoked: raw.Revoked, workspace: raw.Workspace, wsRevoked: raw.WorkspaceRevoked,
+		moduleSHA: raw.ModuleSHA256}
+	if pr := raw.Preference; pr.Holds(op, raw.ModuleSHA256, p.now()) && CheckAnswer(pr.Answer, PromptOffers(op)) == nil {
+		// An answer this operation's prompt would not offer (an "always"
+		// stored for an outside read before such reads stopped offering
+		// it) decides nothing.
+		f.pref = pr
 	}
 	p.mu.Lock()
 	c, ok := p.caps[agentID]
@@ -202,7 +220,7 @@ func (p *Policy) decide(ctx context.Context, op Operation, audit *AuditRequest) 
 		return denied(rule.Class, CodeBodyNotAllowed, "class:"+string(rule.Class),
 			fmt.Sprintf("a %s request carries no body (this one has %d bytes); use POST or PUT", rule.Method, op.TextLength))
 	}
-	f, err := p.facts(ctx, op.AgentID, rule, targetKey(rule, op))
+	f, err := p.facts(ctx, op, rule, targetKey(rule, op))
 	if err != nil {
 		return denied(rule.Class, CodeOf(err), "grant:"+string(rule.Permission), MessageOf(err))
 	}
@@ -230,17 +248,15 @@ func (p *Policy) decide(ctx context.Context, op Operation, audit *AuditRequest) 
 	if d, ok := shellDenial(op, rule, level); !ok {
 		return d
 	}
-	pref, found := f.pref, f.pref.ID != 0
-	var by string
-	if found { // only then: the string costs an allocation on every call
-		by = "preference:" + strconv.FormatInt(pref.ID, 10)
-	}
+	pref := f.pref
 	switch {
-	case found && pref.Answer == AnswerAlwaysBlock:
-		return denied(rule.Class, CodeBlockedByUser, by, "you chose to always block this")
-	case found && pref.Answer == AnswerAlwaysAllow:
-		return PolicyDecision{Allowed: true, Level: rule.Class, Code: CodeAllowed, DecidedBy: by, AlwaysAllow: true,
-			Reason: "you chose to always allow this"}
+	case pref.ID != 0 && pref.Answer == AnswerAlwaysBlock:
+		d := denied(rule.Class, CodeBlockedByUser, pref.DecidedBy(), "you chose to always block this")
+		d.pref = pref
+		return d
+	case pref.ID != 0 && pref.Answer.Allows():
+		return PolicyDecision{Allowed: true, Level: rule.Class, Code: CodeAllowed, DecidedBy: pref.DecidedBy(), AlwaysAllow: pref.Answer == AnswerAlwaysAllow,
+			Reason: rememberedReason[pref.Answer], pref: pref}
 	}
 	switch {
 	case rule.Class == AlwaysSafe:
@@ -251,7 +267,15 @@ func (p *Policy) decide(ctx context.Context, op Operation, audit *AuditRequest) 
 			Reason: "a high-level session runs granted operations that need confirmation without asking"}
 	}
 	return PolicyDecision{RequiresPrompt: true, Level: rule.Class, Code: CodeConfirmRequired,
-		DecidedBy: "class:" + string(rule.Class), Reason: "it " + rule.Why, PermissionSet: f.set.Set}
+		DecidedBy: "class:" + string(rule.Class), Reason: "it " + rule.Why, PermissionSet: f.set.Set, moduleSHA: f.moduleSHA}
+}
+
+// rememberedReason is what a decision by a remembered allow says.
+var rememberedReason = map[Answer]string{
+	AnswerAlwaysAllow:  "you chose to always allow this",
+	AnswerAllowSession: "you allowed this for this session",
+	AnswerAllow24h:     "you allowed this for 24 hours",
+	AnswerAllowAndLog:  "you chose to allow this and log every use",
 }
 
 // Authorize decides op, asks the user when the decision says so, and
@@ -329,6 +353,7 @@ func (p *Policy) decideAndRecord(ctx context.Context, op Operation, bar *AuditBa
 		// reports only after its barrier: the record may trail the call.
 		t := queue.EnqueueAudit(ctx, entry, nil)
 		bar.add(t)
+		p.noteUse(op, d, 0)
 		return func(result error) {
 			bar.add(queue.EnqueueAudit(context.WithoutCancel(ctx), executed(result), t))
 		}, nil
@@ -338,6 +363,7 @@ func (p *Policy) decideAndRecord(ctx context.Context, op Operation, bar *AuditBa
 		// No record, no operation: the trail must hold every decision.
 		return nil, fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, err)
 	}
+	p.noteUse(op, d, rec.Seq)
 	if !allowed {
 		p.logDenial(ctx, op, d, rec.Seq)
 		return nil, Recorded(fmt.Errorf("agent[%s] op[%s]: %w", op.AgentID, op.Name, Errorf(codeOrInternal(d.Code), "%s", d.Reason)))
@@ -369,9 +395,14 @@ func (p *Policy) prompt(ctx context.Context, op Operation, d PolicyDecision) Pol
 	rule, _ := RuleFor(op)
 	pctx, cancel := context.WithTimeout(ctx, p.opts.PromptTimeout)
 	defer cancel()
+	offers := PromptOffers(op)
 	answer, err := p.opts.Prompter.Prompt(pctx, PromptRequest{Op: op, Class: d.Level, Reason: d.Reason, Target: targetKey(rule, op),
-		Timeout: p.opts.PromptTimeout, PermissionSet: d.PermissionSet})
+		Timeout: p.opts.PromptTimeout, PermissionSet: d.PermissionSet, Offers: offers})
 	d.RequiresPrompt = false
+	if err == nil {
+		// The prompter checks too; this holds for every prompter.
+		err = CheckAnswer(answer, offers)
+	}
 	if err != nil {
 		d.Code, d.DecidedBy = CodePromptTimeout, "prompt:timeout"
 		d.Reason = "nobody answered the prompt in time"
@@ -384,19 +415,23 @@ func (p *Policy) prompt(ctx context.Context, op Operation, d PolicyDecision) Pol
 		return d
 	}
 	d.DecidedBy = "prompt:" + string(answer)
-	if answer == AnswerAlwaysAllow || answer == AnswerAlwaysBlock {
-		pref, err := p.records.SetPreference(ctx, Preference{AgentID: op.AgentID, Operation: rule.Name, Target: targetKey(rule, op), Answer: answer})
+	if answer.Remembered() {
+		pref, err := p.remember(ctx, op, rule.Name, targetKey(rule, op), answer, d.moduleSHA)
 		if err != nil {
 			d.Code, d.Reason = CodeOf(err), "your answer could not be stored: "+MessageOf(err)
 			return d
 		}
-		d.DecidedBy = "preference:" + strconv.FormatInt(pref.ID, 10)
+		d.DecidedBy = pref.DecidedBy()
+		if answer == AnswerAllowAndLog {
+			// Its first use is this one: the digest counts it.
+			d.pref = pref
+		}
 	}
-	switch answer {
-	case AnswerAllowOnce, AnswerAlwaysAllow:
+	switch {
+	case answer.Allows():
 		d.Allowed, d.Code, d.AlwaysAllow = true, CodeAllowed, answer == AnswerAlwaysAllow
 		d.Reason = "you allowed it"
-	case AnswerAlwaysBlock:
+	case answer == AnswerAlwaysBlock:
 		d.Code, d.Reason = CodeBlockedByUser, "you chose to always block this"
 	default:
 		d.Code, d.Reason = CodeUserDenied, "you denied it"

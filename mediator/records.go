@@ -42,14 +42,31 @@ const (
 	AnswerAlwaysBlock Answer = "always-block"
 )
 
-// Preference is a remembered "always" answer.
+// Preference is a remembered answer (answers.go): an "always" one, one for
+// a session, for 24 hours, or allow-and-log. It decides only while it
+// Holds: unexpired, for the agent's current code, in its session.
 type Preference struct {
 	ID        int64  `json:"id"`
 	AgentID   string `json:"agentId"`
 	Operation string `json:"operation"`
 	Target    string `json:"target,omitempty"` // TargetKey: method and canonical origin for fetches, the page's origin for writes
 	Answer    Answer `json:"answer"`
-	CreatedAt int64  `json:"createdAt"` // ms since the epoch
+	// Scope is Answer.Scope(), written out for readers of the list.
+	Scope     Scope `json:"scope"`
+	CreatedAt int64 `json:"createdAt"` // ms since the epoch
+	// ExpiresAt ends an allow-24h answer (ms since the epoch); 0: no end
+	// in time.
+	ExpiresAt int64 `json:"expiresAt,omitempty"`
+	// SessionID binds an allow-session answer to the session it was
+	// given in; it goes when that session is removed.
+	SessionID string `json:"sessionId,omitempty"`
+	// ModuleSHA256 is the agent's code (module or Python source hash) the
+	// answer was given for; another module asks again.
+	ModuleSHA256 string `json:"moduleSha256"`
+	// LastUsed is when the answer last decided something (ms since the
+	// epoch, 0: never); Uses counts those decisions.
+	LastUsed int64 `json:"lastUsed,omitempty"`
+	Uses     int64 `json:"uses,omitempty"`
 }
 
 // RevokedMessage is what a denial of a revoked permission says: who
@@ -78,8 +95,12 @@ type DecisionFacts struct {
 	// and has not granted again.
 	WorkspaceRevoked []Permission
 	// Preference is the remembered answer for the operation and target;
-	// ID 0 when there is none.
+	// ID 0 when there is none. The policy uses it only while it Holds.
 	Preference Preference
+	// ModuleSHA256 is the hash of the agent's installed code (module or
+	// Python source), "" when it has none: a remembered answer holds only
+	// for the code it was given for.
+	ModuleSHA256 string
 }
 
 // PolicyRecords is what the policy reads and writes: the store implements

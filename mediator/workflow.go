@@ -98,6 +98,7 @@ func (p *Policy) AuthorizeLayer(ctx context.Context, workflow string, layer int,
 	}
 	for i, t := range tasks {
 		out[i].Seq = recs[i].Seq
+		p.noteUse(t.Op, out[i].Decision, recs[i].Seq)
 		if d := out[i].Decision; !d.Allowed || d.Code != CodeAllowed {
 			p.logDenial(ctx, t.Op, d, recs[i].Seq)
 		}
@@ -174,6 +175,9 @@ func (p *Policy) promptLayer(ctx context.Context, workflow string, layer int, ta
 		pctx, cancel := context.WithTimeout(ctx, p.opts.PromptTimeout)
 		answer, err = lp.PromptLayer(pctx, req)
 		cancel()
+		if err == nil {
+			err = CheckAnswer(answer, LayerOffers())
+		}
 	}
 	for _, i := range ask {
 		d := &out[i].Decision

@@ -17,6 +17,9 @@ import (
 type Agent struct {
 	AgentID string
 	Level   string
+	// Session is the run's session, so an answer "for this session" to
+	// one of its commands' prompts is bound to it; "" offers none.
+	Session string
 	WS      *workspace.Workspace
 	Auth    mediator.Authorizer
 	// More, when set, is asked before each command after a line's first
@@ -50,7 +53,9 @@ func (a Agent) Run(ctx context.Context, line string) (string, error) {
 			}
 		}
 		step.Command = mediator.Truncate(step.Command, 32)
-		return a.Auth.Authorize(ctx, mediator.ShellOp(a.AgentID, a.Level, step))
+		op := mediator.ShellOp(a.AgentID, a.Level, step)
+		op.SessionID = a.Session
+		return a.Auth.Authorize(ctx, op)
 	}}
 	if lvl, err := mediator.ParseLevel(a.Level); err == nil && lvl == mediator.LevelHigh {
 		root, err := os.OpenRoot("/")

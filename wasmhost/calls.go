@@ -48,7 +48,7 @@ func (ru *run) authorized(op mediator.Operation, do func() ([]byte, error)) ([]b
 // level. A nil error allows it, and done must then be called with its
 // outcome; a denial becomes a denial event of this run.
 func (ru *run) authorize(op mediator.Operation) (func(error), error) {
-	op.AgentID, op.SessionLevel = ru.spec.Agent.Profile.AgentID, ru.spec.SessionLevel
+	op.AgentID, op.SessionLevel, op.SessionID = ru.spec.Agent.Profile.AgentID, ru.spec.SessionLevel, ru.spec.SessionID
 	rule, _ := mediator.RuleFor(op)
 	op.Permission = rule.Permission
 	done, err := ru.spec.Authorizer.Authorize(ru.ctx, op)

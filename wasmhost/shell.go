@@ -28,7 +28,7 @@ func (ru *run) shell(mod api.Module, stack []uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := shell.Agent{AgentID: ru.spec.Agent.Profile.AgentID, Level: ru.spec.SessionLevel, WS: ru.spec.Workspace,
+	out, err := shell.Agent{AgentID: ru.spec.Agent.Profile.AgentID, Level: ru.spec.SessionLevel, Session: ru.spec.SessionID, WS: ru.spec.Workspace,
 		Auth: runAuthorizer{ru}, Refused: ru.deny, More: func() error {
 			if ru.calls++; ru.calls > ru.rt.cfg.MaxCallsPerRun {
 				ru.cancel(errCallLimit)

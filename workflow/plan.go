@@ -21,7 +21,7 @@ type PlanReport struct {
 	Hash     string `json:"hash"`
 	Approval string `json:"approval"` // "plan" or "layer"
 	// ApprovedBy is how the plan's questions were settled: "prompt:plan",
-	// "preference:N", or "" when there were none or they are asked layer
+	// "pref:always:N", or "" when there were none or they are asked layer
 	// by layer.
 	ApprovedBy  string     `json:"approvedBy,omitempty"`
 	SideEffects []PlanStep `json:"sideEffects"`

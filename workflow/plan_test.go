@@ -134,8 +134,8 @@ func TestPlanAlwaysIsKeyedByItsHash(t *testing.T) {
 		asked      int
 		approvedBy string
 	}{
-		{"first run asks", "1", mediator.AnswerAlwaysAllow, 1, "preference:"},
-		{"same plan remembered", "1", mediator.AnswerDeny, 0, "preference:"},
+		{"first run asks", "1", mediator.AnswerAlwaysAllow, 1, "pref:always:"},
+		{"same plan remembered", "1", mediator.AnswerDeny, 0, "pref:always:"},
 		{"changed task asks again", "22", mediator.AnswerAllowOnce, 1, "prompt:plan"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentgate/nmhost/netproxy"
+	"github.com/agentgate/nmhost/internal/selfcheck"
 )
 
 // TestPrintCheckFails: one rule that did not fire makes the command fail,
@@ -13,18 +13,18 @@ import (
 func TestPrintCheckFails(t *testing.T) {
 	tests := []struct {
 		name    string
-		results []checkResult
+		results []selfcheck.Result
 		fail    bool
 		line    string
 	}{
-		{"all fired", []checkResult{{class: "url", tried: "GET x", want: "refused (a)", got: "refused (a)", ok: true}}, false,
+		{"all fired", []selfcheck.Result{{Class: "url", Tried: "GET x", Want: "refused (a)", Got: "refused (a)", OK: true}}, false,
 			"ok   url       GET x: want refused (a); got refused (a)"},
-		{"one did not", []checkResult{{class: "url", tried: "GET x", want: "refused (a)", got: "refused (a)", ok: true},
-			{class: "dns", tried: "GET y", want: "refused (b)", got: "not refused"}}, true,
+		{"one did not", []selfcheck.Result{{Class: "url", Tried: "GET x", Want: "refused (a)", Got: "refused (a)", OK: true},
+			{Class: "dns", Tried: "GET y", Want: "refused (b)", Got: "not refused"}}, true,
 			"FAIL dns       GET y: want refused (b); got not refused"},
-		{"skip", []checkResult{{class: "redirect", tried: "302 to z", skip: "why"}}, false,
+		{"skip", []selfcheck.Result{{Class: "redirect", Tried: "302 to z", Skip: "why"}}, false,
 			"skip redirect  302 to z: why"},
-		{"escaped", []checkResult{{class: "url", tried: "GET \x1b[2J", want: "w", got: "g"}}, true,
+		{"escaped", []selfcheck.Result{{Class: "url", Tried: "GET \x1b[2J", Want: "w", Got: "g"}}, true,
 			`FAIL url       GET \x1b[2J: want w; got g`},
 	}
 	for _, tt := range tests {
@@ -38,36 +38,5 @@ func TestPrintCheckFails(t *testing.T) {
 				t.Fatalf("output\n%s\nlacks\n%s", b.String(), tt.line)
 			}
 		})
-	}
-}
-
-func TestCoversLoopback(t *testing.T) {
-	tests := []struct {
-		entries []string
-		want    bool
-	}{
-		{[]string{"example.com"}, false},
-		{[]string{"127.0.0.1"}, true},
-		{[]string{"127.0.0.1:8080"}, false}, // another port than the canary's
-		{[]string{"[::1]"}, true},
-		{[]string{"localhost"}, true},
-		{[]string{"127.0.0.0/8"}, true},
-		{[]string{"10.0.0.0/8"}, false},
-		{[]string{"!127.0.0.1"}, false},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.entries, ","), func(t *testing.T) {
-			acl, err := netproxy.NewACL(tt.entries)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := coversLoopback(acl); got != tt.want {
-				t.Fatalf("coversLoopback = %v, want %v", got, tt.want)
-			}
-		})
-	}
-	// A look-alike reads the same and is another name.
-	if l, ok := lookalike("example.com"); !ok || l != "\u0435xample.com" {
-		t.Fatalf("lookalike %q %v", l, ok)
 	}
 }

@@ -128,7 +128,7 @@ var specs = []*spec{
 		examples: []string{"nmhost policy list", "nmhost policy list --json"},
 		maxArgs:  0},
 	{name: "prefs list", synopsis: "[--agent A] [--json]",
-		summary:  "lists the remembered \"always\" answers",
+		summary:  "lists the remembered answers: each with its scope (always, session, 24h, allow-and-log), when it ends, its last use and the agent's code it holds for",
 		examples: []string{"nmhost prefs list --agent fetcher"}},
 	{name: "prefs revoke", synopsis: "ID",
 		summary:  "forgets one remembered answer: the next such operation asks again",
@@ -179,7 +179,7 @@ var specs = []*spec{
 
 // groups are commands made of subcommands.
 var groups = map[string]string{
-	"prefs":    "the remembered \"always\" answers",
+	"prefs":    "the remembered answers, with their scope and end",
 	"audit":    "the tamper-evident audit trail",
 	"workflow": "graphs of agent tasks, their whole plan decided before they run",
 	"session":  "sessions: a permission level and a workspace each",

@@ -75,15 +75,45 @@ func runPrefsList(ctx context.Context, env Env) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAGENT\tOPERATION\tTARGET\tANSWER\tSINCE (UTC)")
+	fmt.Fprintln(tw, "ID\tAGENT\tOPERATION\tTARGET\tANSWER\tSCOPE\tSINCE (UTC)\tENDS\tLAST USE\tMODULE")
 	for _, p := range prefs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", p.ID, cell(p.AgentID), cell(p.Operation), cell(p.Target), p.Answer,
-			time.UnixMilli(p.CreatedAt).UTC().Format(time.RFC3339))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, cell(p.AgentID), cell(p.Operation), cell(p.Target), p.Answer, p.Scope,
+			utc(p.CreatedAt), prefEnd(p), prefLastUse(p), modulePrefix(p.ModuleSHA256))
 	}
 	if len(prefs) == 0 {
 		fmt.Fprintln(tw, "no remembered answers")
 	}
 	return tw.Flush()
+}
+
+func utc(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+
+// prefEnd says when a remembered answer stops deciding: at its time, with
+// its session, or when revoked.
+func prefEnd(p mediator.Preference) string {
+	switch {
+	case p.ExpiresAt > 0:
+		return utc(p.ExpiresAt)
+	case p.SessionID != "":
+		return "with session " + cell(p.SessionID)
+	}
+	return "when revoked"
+}
+
+func prefLastUse(p mediator.Preference) string {
+	if p.LastUsed == 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%s (%d uses)", utc(p.LastUsed), p.Uses)
+}
+
+// modulePrefix is the start of the agent's code hash the answer is bound
+// to: enough to tell two modules apart in a list.
+func modulePrefix(sum string) string {
+	if sum == "" {
+		return "(no code)"
+	}
+	return sum[:min(12, len(sum))]
 }
 
 // runPrefsRevoke: nmhost prefs revoke ID

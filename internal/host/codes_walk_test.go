@@ -162,6 +162,10 @@ func refusalScenarios() []codeScenario {
 			w.h.call("python-run-end", map[string]any{"runId": runID, "agentId": "py-withdrawn", "status": "timeout"})
 			<-got
 		}},
+		{code: mediator.CodeAnswerNotOffered, entry: "network-fetch answered with a scope the prompt did not offer", scenario: func(w *walk) {
+			w.answers("allow-forever")
+			w.fetch("forger", w.web.URL+"/ok", map[string]any{"method": "POST", "body": "x"})
+		}},
 		{code: mediator.CodeBlockedByUser, entry: "network-fetch", scenario: func(w *walk) {
 			w.answers("always-block")
 			w.fetch("blocker", w.web.URL+"/ok", map[string]any{"method": "POST", "body": "x"})
@@ -334,6 +338,7 @@ func TestEveryReasonCodeReachesTheDenialLog(t *testing.T) {
 	h.install("offline", []string{"network.fetch"}, false, hostPort(web.URL))
 	h.install("nogrant", []string{"console.log"}, true, hostPort(web.URL))
 	h.install("blocker", []string{"network.fetch"}, true, hostPort(web.URL))
+	h.install("forger", []string{"network.fetch"}, true, hostPort(web.URL))
 	prompts := &promptScript{}
 	h.client.SetHostHandler(prompts.handle)
 	w := &walk{t: t, h: h, web: web, canary: can, prompts: prompts}

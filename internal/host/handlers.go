@@ -242,12 +242,12 @@ type fetchOptions struct {
 // fetchFor runs one fetch for an agent through the mediated path (grant,
 // ACL, policy, every redirect hop) and returns the reply; the server
 // releases the body's memory once the reply is written.
-func (s *server) fetchFor(ctx context.Context, agentID, level, url string, o fetchOptions) (any, error) {
+func (s *server) fetchFor(ctx context.Context, agentID, level, session, url string, o fetchOptions) (any, error) {
 	body, err := agentfetch.DecodeBody(o.Body, o.BodyEncoding)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.fetch.Fetch(ctx, agentfetch.Request{AgentID: agentID, SessionLevel: level, Request: netproxy.Request{
+	resp, err := s.fetch.Fetch(ctx, agentfetch.Request{AgentID: agentID, SessionLevel: level, SessionID: session, Request: netproxy.Request{
 		URL: url, Method: o.Method, Headers: o.Headers, Body: body,
 	}})
 	if err != nil {
@@ -265,7 +265,7 @@ func handleNetworkFetch(ctx context.Context, s *server, req *request) (any, erro
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	return s.fetchFor(ctx, p.AgentID, "", p.URL, p.Options)
+	return s.fetchFor(ctx, p.AgentID, "", "", p.URL, p.Options)
 }
 
 func handleListDenials(ctx context.Context, s *server, req *request) (any, error) {

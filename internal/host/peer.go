@@ -292,28 +292,34 @@ func targetOf(op mediator.Operation) promptTarget {
 	return t
 }
 
-// Prompt sends a prompt and waits for its prompt-result. Anything but one
-// of the four answers is a deny.
+// Prompt sends a prompt, with the answers it offers, and waits for its
+// prompt-result. An answer it did not offer, or no answer at all, is
+// refused with answer_not_offered.
 func (p prompter) Prompt(ctx context.Context, req mediator.PromptRequest) (mediator.Answer, error) {
 	op := req.Op
 	r, err := p.peer.ask(ctx, "prompt", req.Timeout, map[string]any{
 		"agentId": op.AgentID, "operation": op.Name, "permission": op.Permission, "class": req.Class,
 		"target":     targetOf(op),
 		"rememberAs": req.Target, "permissionSet": req.PermissionSet,
-		"reason": req.Reason, "timeoutMs": req.Timeout.Milliseconds(),
+		"reason": req.Reason, "timeoutMs": req.Timeout.Milliseconds(), "offers": req.Offers,
 	})
 	if err != nil {
 		return "", err
 	}
+	return readAnswer(r, req.Offers)
+}
+
+// readAnswer reads a prompt-result exactly and refuses an answer outside
+// offered; a malformed result denies as a plain deny would.
+func readAnswer(r *request, offered []mediator.Answer) (mediator.Answer, error) {
 	var res promptResult
 	if mediator.DecodeExact(r.Raw, &res) != nil {
 		return mediator.AnswerDeny, nil
 	}
-	switch res.Answer {
-	case mediator.AnswerAllowOnce, mediator.AnswerAlwaysAllow, mediator.AnswerDeny, mediator.AnswerAlwaysBlock:
-		return res.Answer, nil
+	if err := mediator.CheckAnswer(res.Answer, offered); err != nil {
+		return "", err
 	}
-	return mediator.AnswerDeny, nil
+	return res.Answer, nil
 }
 
 // promptResult is the extension's answer to a prompt or a layer's prompt,

@@ -85,7 +85,12 @@ func TestPostAsksAndAlwaysAnswersAreRemembered(t *testing.T) {
 		{"deny", mediator.CodeUserDenied},
 		{"always-allow", ""},
 		{"always-block", mediator.CodeBlockedByUser},
-		{"maybe", mediator.CodeUserDenied}, // not an answer: deny
+		{"allow-24h", ""},
+		{"allow-and-log", ""},
+		// A network-fetch from the extension has no session: "for this
+		// session" is not offered, and a forged one is refused.
+		{"allow-session", mediator.CodeAnswerNotOffered},
+		{"maybe", mediator.CodeAnswerNotOffered}, // not an answer
 	} {
 		t.Run(c.answer, func(t *testing.T) {
 			hits.Store(0)
@@ -101,7 +106,7 @@ func TestPostAsksAndAlwaysAnswersAreRemembered(t *testing.T) {
 					t.Fatalf("call %d: success=%v code=%s error=%s; want %q", call, r.Success, r.Code, r.Error, c.want)
 				}
 			}
-			remembered := strings.HasPrefix(c.answer, "always-")
+			remembered := mediator.Answer(c.answer).Remembered() && c.want != mediator.CodeAnswerNotOffered
 			if want := map[bool]int{true: 1, false: 2}[remembered]; script.count() != want {
 				t.Fatalf("%d prompts; want %d", script.count(), want)
 			}
@@ -112,7 +117,7 @@ func TestPostAsksAndAlwaysAnswersAreRemembered(t *testing.T) {
 			}
 			target, _ := shown["target"].(map[string]any)
 			if shown["class"] != "REQUIRES_CONFIRMATION" || target["method"] != "POST" || target["url"] != web.URL+"/submit" || target["textLength"] != float64(20) ||
-				shown["rememberAs"] != "POST "+web.URL {
+				shown["rememberAs"] != "POST "+web.URL || fmt.Sprint(shown["offers"]) != "[allow-once allow-24h always-allow allow-and-log deny always-block]" {
 				t.Fatalf("prompt showed %s", raw)
 			}
 			wantHits := map[mediator.Code]int64{"": 2}[c.want]

@@ -356,7 +356,7 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 	case mediator.OpMemorySearch:
 		op.TextLength = len(a.Query)
 	}
-	op.AgentID, op.SessionLevel, op.Permission = run.agentID, run.level, fn.Permission
+	op.AgentID, op.SessionLevel, op.SessionID, op.Permission = run.agentID, run.level, run.session, fn.Permission
 	done, err := s.opts.Authorizer.Authorize(ctx, op)
 	if err != nil {
 		return nil, err // the Authorizer recorded the denial
@@ -399,7 +399,7 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 // fetch takes the network-fetch path: grant, ACL, private addresses, the
 // policy and every redirect hop, with the run's session level.
 func (r *pythonRun) fetch(ctx context.Context, s *server, a callParams) (any, error) {
-	return s.fetchFor(ctx, r.agentID, r.level, a.URL, a.Options)
+	return s.fetchFor(ctx, r.agentID, r.level, r.session, a.URL, a.Options)
 }
 
 // shell runs a command line of the session shell in the run's session
@@ -411,7 +411,7 @@ func (r *pythonRun) shell(ctx context.Context, s *server, line string) (any, err
 		return nil, fmt.Errorf("session[%s] workspace: %w", clip(r.session), err)
 	}
 	defer ws.Close()
-	out, err := shell.Agent{AgentID: r.agentID, Level: r.level, WS: ws, Auth: s.opts.Authorizer, Refused: s.recordDenial, More: func() error {
+	out, err := shell.Agent{AgentID: r.agentID, Level: r.level, Session: r.session, WS: ws, Auth: s.opts.Authorizer, Refused: s.recordDenial, More: func() error {
 		pythonRuns.Lock()
 		defer pythonRuns.Unlock()
 		if r.calls++; r.calls > maxPythonCalls {

@@ -94,6 +94,8 @@ var handlers = map[string]handlerFunc{
 
 	"list-preferences":  handleListPreferences,
 	"revoke-preference": handleRevokePreference,
+	"preference-digest": handlePreferenceDigest,
+	"check-agent":       handleCheckAgent,
 	"list-audit":        handleListAudit,
 	"run-agent":         handleRunAgent,
 	"run-workflow":      handleRunWorkflow,

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -119,7 +118,7 @@ func layerTasks(reqs []mediator.PromptRequest) []layerTask {
 func (p layerPrompter) PromptLayer(ctx context.Context, lp mediator.LayerPrompt) (mediator.Answer, error) {
 	return p.ask(ctx, lp.Timeout, map[string]any{
 		"workflow": lp.Workflow, "layer": lp.Layer, "tasks": layerTasks(lp.Tasks), "timeoutMs": lp.Timeout.Milliseconds(),
-	}, mediator.AnswerAllowOnce)
+	}, mediator.LayerOffers())
 }
 
 // PromptPlan implements mediator.PlanPrompter: allow-once, or
@@ -128,18 +127,16 @@ func (p layerPrompter) PromptPlan(ctx context.Context, pp mediator.PlanPrompt) (
 	return p.ask(ctx, pp.Timeout, map[string]any{
 		"workflow": pp.Workflow, "layer": 0, "plan": map[string]any{"hash": pp.Hash, "layers": pp.Layers},
 		"tasks": layerTasks(pp.Tasks), "timeoutMs": pp.Timeout.Milliseconds(),
-	}, mediator.AnswerAllowOnce, mediator.AnswerAlwaysAllow)
+	}, mediator.PlanOffers())
 }
 
-// ask sends one prompt-layer; an answer outside allowed denies.
-func (p layerPrompter) ask(ctx context.Context, timeout time.Duration, msg map[string]any, allowed ...mediator.Answer) (mediator.Answer, error) {
+// ask sends one prompt-layer with the answers it offers; an answer
+// outside them is refused with answer_not_offered.
+func (p layerPrompter) ask(ctx context.Context, timeout time.Duration, msg map[string]any, offered []mediator.Answer) (mediator.Answer, error) {
+	msg["offers"] = offered
 	r, err := p.peer.ask(ctx, "prompt-layer", timeout, msg)
 	if err != nil {
 		return "", err
 	}
-	var res promptResult
-	if mediator.DecodeExact(r.Raw, &res) != nil || !slices.Contains(allowed, res.Answer) {
-		return mediator.AnswerDeny, nil
-	}
-	return res.Answer, nil
+	return readAnswer(r, offered)
 }

@@ -122,3 +122,41 @@ func TestPlanIsDecidedBeforeAnyRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanPromptRefusesAnswersItDidNotOffer: a plan's prompt offers once,
+// always for this plan, and deny. A forged wider or unknown answer is
+// refused with answer_not_offered before any request, and nothing is
+// remembered.
+func TestPlanPromptRefusesAnswersItDidNotOffer(t *testing.T) {
+	web := newRequestLog(t)
+	h := newHarness(t, true)
+	h.install("planner", []string{"network.fetch"}, true, hostPort(web.URL))
+	var answer string
+	var offers []any
+	h.client.SetHostHandler(func(typ string, msg json.RawMessage) map[string]any {
+		var m map[string]any
+		json.Unmarshal(msg, &m)
+		offers, _ = m["offers"].([]any)
+		return map[string]any{"answer": answer}
+	})
+	tasks := []any{map[string]any{"id": "post", "call": map[string]any{"agentId": "planner", "operation": "network.fetch",
+		"method": "POST", "url": web.URL + "/out", "body": "2"}}}
+	for _, a := range []string{"allow-24h", "allow-and-log", "allow-session", "always-block", "allow-forever"} {
+		t.Run(a, func(t *testing.T) {
+			answer = a
+			r := h.call("run-workflow", map[string]any{"workflow": map[string]any{"id": "plan", "tasks": tasks}})
+			if r.Success || r.Code != string(mediator.CodeAnswerNotOffered) {
+				t.Fatalf("success %v, %s %s; want answer_not_offered", r.Success, r.Code, r.Error)
+			}
+			if got := web.requests(); len(got) != 0 {
+				t.Fatalf("the server got %v", got)
+			}
+			if len(offers) != 3 || offers[0] != "allow-once" || offers[1] != "always-allow" || offers[2] != "deny" {
+				t.Fatalf("the plan's prompt offered %v", offers)
+			}
+			if prefs, _ := h.st.ListPreferences(context.Background(), "planner"); len(prefs) != 0 {
+				t.Fatalf("remembered %+v", prefs)
+			}
+		})
+	}
+}

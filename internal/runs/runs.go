@@ -101,9 +101,9 @@ func (d Deps) Run(ctx context.Context, r Request) (Outcome, error) {
 		Authorizer: auth, LogDenial: d.LogDenial, Events: events,
 	}
 	if d.Fetch != nil {
-		level := in.Level
+		level, session := in.Level, in.Session
 		spec.Fetch = func(ctx context.Context, req netproxy.Request) (*netproxy.Response, error) {
-			return d.Fetch.Fetch(ctx, agentfetch.Request{AgentID: rec.Profile.AgentID, SessionLevel: level, Request: req})
+			return d.Fetch.Fetch(ctx, agentfetch.Request{AgentID: rec.Profile.AgentID, SessionLevel: level, SessionID: session, Request: req})
 		}
 	}
 	res, err := d.Runtime.Run(ctx, spec)

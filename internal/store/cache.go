@@ -279,7 +279,7 @@ SELECT a.profile, a.module_sha256, a.installed_at, a.updated_at,
 		FROM (SELECT permission, granted_at, source FROM grants WHERE agent_id = ?1 ORDER BY permission)),
 	(SELECT json_group_array(permission)
 		FROM (SELECT permission FROM revocations WHERE agent_id = ?1 ORDER BY permission)),
-	(SELECT json_group_array(json_array(id, operation, target, answer)) FROM preferences WHERE agent_id = ?1)
+	(SELECT json_group_array(json_array(id, operation, target, answer, created_at, expires_at, session_id, module_sha256)) FROM preferences WHERE agent_id = ?1)
 FROM agents a WHERE a.agent_id = ?1`, id).Scan(&f.profileJSON, &f.moduleSHA, &f.installedAt, &f.updatedAt, &grants, &revoked, &prefs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return &agentFacts{missing: true}, nil
@@ -288,7 +288,7 @@ FROM agents a WHERE a.agent_id = ?1`, id).Scan(&f.profileJSON, &f.moduleSHA, &f.
 		return nil, storeErr("read agent", err)
 	}
 	var gs [][3]json.RawMessage
-	var ps [][4]json.RawMessage
+	var ps [][8]json.RawMessage
 	if err := errors.Join(json.Unmarshal([]byte(grants), &gs), json.Unmarshal([]byte(revoked), &f.revoked), json.Unmarshal([]byte(prefs), &ps)); err != nil {
 		return nil, storeErr("decode agent facts", err)
 	}
@@ -303,9 +303,11 @@ FROM agents a WHERE a.agent_id = ?1`, id).Scan(&f.profileJSON, &f.moduleSHA, &f.
 	f.prefs = make(map[prefKey]mediator.Preference, len(ps))
 	for _, p := range ps {
 		pr := mediator.Preference{AgentID: id}
-		if err := errors.Join(json.Unmarshal(p[0], &pr.ID), json.Unmarshal(p[1], &pr.Operation), json.Unmarshal(p[2], &pr.Target), json.Unmarshal(p[3], &pr.Answer)); err != nil {
+		if err := errors.Join(json.Unmarshal(p[0], &pr.ID), json.Unmarshal(p[1], &pr.Operation), json.Unmarshal(p[2], &pr.Target), json.Unmarshal(p[3], &pr.Answer),
+			json.Unmarshal(p[4], &pr.CreatedAt), json.Unmarshal(p[5], &pr.ExpiresAt), json.Unmarshal(p[6], &pr.SessionID), json.Unmarshal(p[7], &pr.ModuleSHA256)); err != nil {
 			return nil, storeErr("decode preferences", err)
 		}
+		pr.Scope = pr.Answer.Scope()
 		f.prefs[prefKey{pr.Operation, pr.Target}] = pr
 	}
 	return f, nil

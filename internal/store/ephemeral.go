@@ -58,7 +58,8 @@ func (s *Store) newEphemeralSession(ctx context.Context, level string) (string, 
 }
 
 // DeleteEphemeralSession removes ephemeral session id: its workspace
-// directory, its memory (entries and index) and its settings. A session
+// directory, its memory (entries and index), its settings and the answers
+// given for it. A session
 // that is not ephemeral is left as it is (and nil returned): only a
 // session RunSession started for a run that named none can be removed
 // this way. The directory goes first: if its removal fails the session
@@ -83,6 +84,10 @@ func (s *Store) DeleteEphemeralSession(ctx context.Context, id string) error {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM session_settings WHERE session_id = ?`, id); err != nil {
+			return err
+		}
+		// Answers given "for this session" end with it.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM preferences WHERE session_id = ?`, id); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM ephemeral_sessions WHERE session_id = ?`, id)

@@ -19,7 +19,7 @@ func (s *Store) DecisionFacts(ctx context.Context, agentID string, perm mediator
 	if a.missing {
 		return mediator.DecisionFacts{}, unknownAgent(agentID)
 	}
-	f := mediator.DecisionFacts{ProfileJSON: a.profileJSON, Granted: a.granted(perm)}
+	f := mediator.DecisionFacts{ProfileJSON: a.profileJSON, Granted: a.granted(perm), ModuleSHA256: a.moduleSHA}
 	f.Revoked = !f.Granted && a.isRevoked(perm)
 	f.Workspace = mediator.GrantedWorkspace(a.granted)
 	for _, p := range []mediator.Permission{mediator.PermWorkspaceRead, mediator.PermWorkspaceWrite} {
@@ -28,7 +28,13 @@ func (s *Store) DecisionFacts(ctx context.Context, agentID string, perm mediator
 		}
 	}
 	if p, ok := a.prefs[prefKey{operation, target}]; ok {
-		f.Preference = p
+		if p.ExpiresAt > 0 && s.now().UnixMilli() >= p.ExpiresAt {
+			// Expired: never used, and removed now (best effort; the
+			// next open or list removes it otherwise).
+			_ = s.sweepExpiredPreferences(ctx)
+		} else {
+			f.Preference = p
+		}
 	}
 	return f, nil
 }

@@ -155,8 +155,8 @@ func TestAuthorizeAnswers(t *testing.T) {
 		{"always allow", mediator.AnswerAlwaysAllow, nil, ""},
 		{"deny", mediator.AnswerDeny, nil, mediator.CodeUserDenied},
 		{"always block", mediator.AnswerAlwaysBlock, nil, mediator.CodeBlockedByUser},
-		{"nonsense answer denies", mediator.Answer("yes please"), nil, mediator.CodeUserDenied},
-		{"empty answer denies", mediator.Answer(""), nil, mediator.CodeUserDenied},
+		{"nonsense answer denies", mediator.Answer("yes please"), nil, mediator.CodeAnswerNotOffered},
+		{"empty answer denies", mediator.Answer(""), nil, mediator.CodeAnswerNotOffered},
 		{"prompt failure denies", "", errors.New("window closed"), mediator.CodeInternal},
 	}
 	for _, c := range cases {
@@ -226,7 +226,7 @@ func TestAlwaysBlockWinsAndDamagedRowsAreIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Blocking beats even a safe class.
-	if d := p.Decide(ctx, get); d.Code != mediator.CodeBlockedByUser || d.DecidedBy != fmt.Sprintf("preference:%d", pref.ID) {
+	if d := p.Decide(ctx, get); d.Code != mediator.CodeBlockedByUser || d.DecidedBy != fmt.Sprintf("pref:always:%d", pref.ID) {
 		t.Fatalf("blocked GET: %+v", d)
 	}
 	// A damaged answer is no answer: the class decides again.

@@ -45,6 +45,7 @@ var migrations = []migration{
 	{fill: splitMemoryIndex},                    // 10 -> 11: one memory index per session, so each ranks on its own (schema_memory.go)
 	{sql: schemaEphemeral},                      // 11 -> 12: the sessions of runs that named none, removed when the run ends (ephemeral.go)
 	{sql: camelSessionSettings},                 // 12 -> 13: stored session settings named as on the wire (schema_sessions.go)
+	{fill: addAnswerScopes},                     // 13 -> 14: remembered answers' scope, end, code and uses (schema_answers.go)
 }
 
 // migration is one schema step: SQL, then, for a step SQL cannot express
@@ -183,6 +184,8 @@ type Store struct {
 
 	// cache holds the facts decisions read, per agent (cache.go).
 	cache *factCache
+	// uses holds remembered answers' uses not yet written (prefuses.go).
+	uses useQueue
 }
 
 // Open opens (creating if needed) the store in dir: dir/nmhost.db and
@@ -282,6 +285,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	// when there are none. Best effort (ephemeral.go): a session that
 	// cannot be removed now is tried again at the next open.
 	_ = s.sweepEphemeralSessions(context.Background(), opts.EphemeralSessionAge)
+	// Expired answers are never used; they are removed here and on every
+	// lookup that meets one. Best effort too.
+	_ = s.sweepExpiredPreferences(context.Background())
 	s.cache = newFactCache()
 	window := opts.SyncWindow
 	if opts.holdSync {
@@ -385,8 +391,10 @@ func (s *Store) Close() error {
 	if s.gc != nil {
 		s.stopCommitter()
 	}
+	// The uses writer's last batch, then the syncer: what the committer
+	// and the uses writer committed last is synced too.
+	s.closeUses()
 	if s.sy != nil {
-		// After the committer: what it committed last is synced too.
 		s.sy.stop()
 	}
 	s.cache.close()

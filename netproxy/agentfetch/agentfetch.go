@@ -63,6 +63,7 @@ func New(cfg Config) (*Service, error) {
 type Request struct {
 	AgentID      string
 	SessionLevel string // the run's session level; "" is the default
+	SessionID    string // the run's session, for answers given for it; "" when none
 	netproxy.Request
 	// Authorizer decides this request instead of the Service's (a
 	// workflow's pre-approved task); nil: the Service's.

@@ -96,7 +96,7 @@ func (s *Service) prepare(ctx context.Context, req Request) (prepared, error) {
 	p.op = mediator.Operation{
 		AgentID: req.AgentID, Permission: mediator.PermNetworkFetch, Name: mediator.OpNetworkFetch,
 		Method: method, URL: target.URL.String(), Host: target.Host, TextLength: len(req.Body),
-		SessionLevel: req.SessionLevel,
+		SessionLevel: req.SessionLevel, SessionID: req.SessionID,
 	}
 	return p, nil
 }

@@ -287,6 +287,55 @@ async function showAgent(d) {
   }
   if (state.selected !== d.id) return;
   showRecord(rec, d);
+  showAnswers(d.agentId);
+}
+
+// showAnswers lists the agent's remembered answers, each with its scope,
+// its end, its last use and the code it holds for, with a revoke button,
+// and the uses of its allow-and-log answers.
+async function showAnswers(agentId) {
+  const tbody = $('agent-answers').tBodies[0];
+  tbody.replaceChildren();
+  $('agent-digest').textContent = '';
+  let list, digest;
+  try {
+    const q = '?' + new URLSearchParams({ agentId }).toString();
+    [list, digest] = await Promise.all([api('/api/preferences' + q), api('/api/preferences/digest' + q)]);
+  } catch (e) {
+    $('agent-digest').textContent = 'Could not load the remembered answers: ' + e.message;
+    return;
+  }
+  const when = (ms) => timeFormat.format(new Date(ms));
+  tbody.replaceChildren(...(list.preferences || []).map((p) => {
+    const tr = document.createElement('tr');
+    tr.dataset.id = String(p.id);
+    cell(tr, p.operation);
+    cell(tr, p.target || 'every ' + p.operation);
+    cell(tr, `${p.answer} (${p.scope})`);
+    cell(tr, p.expiresAt ? when(p.expiresAt) : p.sessionId ? 'with session ' + p.sessionId : 'when revoked');
+    cell(tr, p.lastUsed ? `${when(p.lastUsed)} (${p.uses} uses)` : 'never');
+    cell(tr, (p.moduleSha256 || 'no code').slice(0, 12));
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = 'revoke';
+    b.textContent = 'Revoke';
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      try {
+        await api('/api/preferences/revoke', {
+          method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ preferenceId: p.id }),
+        });
+        showAnswers(agentId);
+      } catch (e) {
+        b.disabled = false;
+        $('agent-digest').textContent = 'Revoke failed: ' + e.message;
+      }
+    });
+    tr.insertCell().append(b);
+    return tr;
+  }));
+  const lines = (digest.digest || []).map((g) => `${g.operation}: ${g.count} uses allowed and logged, the last ${g.lastUsed ? when(g.lastUsed) : 'never'}`);
+  $('agent-digest').textContent = lines.length ? lines.join('; ') : (list.preferences || []).length ? '' : 'No remembered answers.';
 }
 
 function showRecord(rec, d) {

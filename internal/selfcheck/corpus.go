@@ -1,4 +1,4 @@
-package cli
+package selfcheck
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 // checkURLs tries URL spellings that hide the canary's address, or another
 // host behind a listed one.
-func checkURLs(ctx context.Context, srv *checkServers, acl *netproxy.ACL) []checkResult {
+func checkURLs(ctx context.Context, srv *checkServers, acl *netproxy.ACL) []Result {
 	cp := srv.canaryPort()
 	listed := "example.com"
 	if ns := listedNames(acl, 1); len(ns) > 0 {
@@ -63,16 +63,16 @@ func checkURLs(ctx context.Context, srv *checkServers, acl *netproxy.ACL) []chec
 	f := srv.fetcher(checkResolver{})
 	defer f.CloseIdleConnections()
 	loop := coversLoopback(acl)
-	var out []checkResult
+	var out []Result
 	for _, k := range cases {
-		r := checkResult{class: "url", tried: "GET " + k.u, want: codeWant(k.code)}
+		r := Result{Class: "url", Tried: "GET " + k.u, Want: codeWant(k.code)}
 		if k.loopback && loop {
-			r.skip = "the profile lists loopback itself, so the canary is allowed"
+			r.Skip = "the profile lists loopback itself, so the canary is allowed"
 			out = append(out, r)
 			continue
 		}
 		code, _, refused := fetchOutcome(ctx, f, acl, k.u)
-		r.got, r.ok = codeGot(code, refused), refused && code == k.code
+		r.Got, r.OK = codeGot(code, refused), refused && code == k.code
 		out = append(out, r)
 	}
 	return out
@@ -81,12 +81,12 @@ func checkURLs(ctx context.Context, srv *checkServers, acl *netproxy.ACL) []chec
 // checkRedirects: a loopback redirector the check allows (beside the
 // agent's own entries, deny entries included) redirects to the canary in
 // several spellings; each hop must be refused.
-func checkRedirects(ctx context.Context, srv *checkServers, entries []string) []checkResult {
+func checkRedirects(ctx context.Context, srv *checkServers, entries []string) []Result {
 	cp := srv.canaryPort()
 	list := append(slices.Clone(entries), srv.redirectorAddr)
 	acl, err := netproxy.NewACL(list)
 	if err != nil {
-		return []checkResult{{class: "redirect", tried: "allow the check's redirector", skip: "cannot add it: " + err.Error()}}
+		return []Result{{Class: "redirect", Tried: "allow the check's redirector", Skip: "cannot add it: " + err.Error()}}
 	}
 	res := checkResolver{}
 	name := ""
@@ -114,26 +114,26 @@ func checkRedirects(ctx context.Context, srv *checkServers, entries []string) []
 	if name != "" {
 		cases = append(cases, c{"http://" + name + ":" + cp + "/", mediator.CodePrivateAddress, false})
 	}
-	var out []checkResult
+	var out []Result
 	for _, k := range cases {
 		u := "http://" + srv.redirectorAddr + "/r?" + url.Values{"to": {k.to}}.Encode()
-		r := checkResult{class: "redirect", tried: "302 to " + k.to, want: codeWant(k.code) + " at hop 1"}
+		r := Result{Class: "redirect", Tried: "302 to " + k.to, Want: codeWant(k.code) + " at hop 1"}
 		if k.loopback && loop {
-			r.skip = "the profile lists loopback itself, so the canary is allowed"
+			r.Skip = "the profile lists loopback itself, so the canary is allowed"
 			out = append(out, r)
 			continue
 		}
 		code, hop, refused := fetchOutcome(ctx, f, acl, u)
 		if refused && hop == 0 {
-			r.skip = fmt.Sprintf("the agent's own entries refuse the redirector itself (%s)", code)
+			r.Skip = fmt.Sprintf("the agent's own entries refuse the redirector itself (%s)", code)
 			out = append(out, r)
 			continue
 		}
-		r.got = codeGot(code, refused)
+		r.Got = codeGot(code, refused)
 		if refused {
-			r.got += fmt.Sprintf(" at hop %d", hop)
+			r.Got += fmt.Sprintf(" at hop %d", hop)
 		}
-		r.ok = refused && code == k.code && hop == 1
+		r.OK = refused && code == k.code && hop == 1
 		out = append(out, r)
 	}
 	return out
@@ -147,10 +147,10 @@ var privateAnswers = []string{"127.0.0.1", "::1", "::ffff:127.0.0.1", "10.0.0.1"
 
 // checkPrivateNames makes names the agent's entries allow resolve to
 // private addresses (from a table, not DNS).
-func checkPrivateNames(ctx context.Context, srv *checkServers, acl *netproxy.ACL) []checkResult {
+func checkPrivateNames(ctx context.Context, srv *checkServers, acl *netproxy.ACL) []Result {
 	names := listedNames(acl, 3)
 	if len(names) == 0 {
-		return []checkResult{{class: "dns", tried: "names resolving to private addresses", skip: "the profile lists no names"}}
+		return []Result{{Class: "dns", Tried: "names resolving to private addresses", Skip: "the profile lists no names"}}
 	}
 	cp := srv.canaryPort()
 	res := checkResolver{}
@@ -173,12 +173,12 @@ func checkPrivateNames(ctx context.Context, srv *checkServers, acl *netproxy.ACL
 	}
 	f := srv.fetcher(res)
 	defer f.CloseIdleConnections()
-	var out []checkResult
+	var out []Result
 	for _, k := range cases {
-		r := checkResult{class: "dns", tried: "GET " + k.u + " (" + k.host + " -> " + k.addr + ")", want: "refused (private_address or host_not_allowed)"}
+		r := Result{Class: "dns", Tried: "GET " + k.u + " (" + k.host + " -> " + k.addr + ")", Want: "refused (private_address or host_not_allowed)"}
 		code, _, refused := fetchOutcome(ctx, f, acl, k.u)
-		r.got = codeGot(code, refused)
-		r.ok = refused && (code == mediator.CodePrivateAddress || code == mediator.CodeHostNotAllowed)
+		r.Got = codeGot(code, refused)
+		r.OK = refused && (code == mediator.CodePrivateAddress || code == mediator.CodeHostNotAllowed)
 		out = append(out, r)
 	}
 	return out
@@ -189,12 +189,12 @@ func checkPrivateNames(ctx context.Context, srv *checkServers, acl *netproxy.ACL
 // happen is read from the row and the grants, not from the policy: no
 // grant, no operation; a row that needs confirmation runs only at a high
 // level (REQUIRES_CONFIRMATION) or by a remembered "always allow".
-func checkOperations(ctx context.Context, pol *mediator.Policy, rec mediator.AgentRecord, level string) []checkResult {
+func checkOperations(ctx context.Context, pol *mediator.Policy, rec mediator.AgentRecord, level string) []Result {
 	held := map[mediator.Permission]bool{}
 	for _, g := range rec.Grants {
 		held[g.Permission] = true
 	}
-	var out []checkResult
+	var out []Result
 	for _, row := range mediator.Operations() {
 		op := mediator.Operation{AgentID: rec.Profile.AgentID, Permission: row.Permission, Name: row.Name, Method: row.Method, SessionLevel: level}
 		label := row.Name
@@ -211,23 +211,23 @@ func checkOperations(ctx context.Context, pol *mediator.Policy, rec mediator.Age
 			op.Path = "check.txt"
 		}
 		d := pol.Decide(ctx, op)
-		r := checkResult{class: "operation", tried: label + " (" + string(row.Class) + ")"}
-		byPref := strings.HasPrefix(d.DecidedBy, "preference:")
+		r := Result{Class: "operation", Tried: label + " (" + string(row.Class) + ")"}
+		byPref := strings.HasPrefix(d.DecidedBy, "pref:")
 		switch {
 		case row.Permission != "" && !held[row.Permission]:
-			r.want = "refused: " + string(row.Permission) + " is not granted"
-			r.ok = !d.Allowed && !d.RequiresPrompt
+			r.Want = "refused: " + string(row.Permission) + " is not granted"
+			r.OK = !d.Allowed && !d.RequiresPrompt
 		case row.Class == mediator.AlwaysConfirm:
-			r.want = "not run without a person's answer"
-			r.ok = !d.Allowed || byPref
+			r.Want = "not run without a person's answer"
+			r.OK = !d.Allowed || byPref
 		case row.Class == mediator.RequiresConfirmation && level != mediator.LevelHigh:
-			r.want = "not run without a person's answer at level " + level
-			r.ok = !d.Allowed || byPref
+			r.Want = "not run without a person's answer at level " + level
+			r.OK = !d.Allowed || byPref
 		default:
-			r.want = "decided by its grants, capabilities and level"
-			r.ok = true
+			r.Want = "decided by its grants, capabilities and level"
+			r.OK = true
 		}
-		r.got = describeDecision(d)
+		r.Got = describeDecision(d)
 		out = append(out, r)
 	}
 	return out
@@ -244,25 +244,25 @@ func describeDecision(d mediator.PolicyDecision) string {
 }
 
 // checkOrigins: a page write for an origin the person never approved is
-// not run without asking, and an "always allow" remembered for one origin
-// does not carry over to another.
-func checkOrigins(ctx context.Context, pol *mediator.Policy, rec mediator.AgentRecord, prefs []mediator.Preference, level string) []checkResult {
+// not run without asking, and an allow remembered for one origin (of any
+// scope) does not carry over to another.
+func checkOrigins(ctx context.Context, pol *mediator.Policy, rec mediator.AgentRecord, prefs []mediator.Preference, level string) []Result {
 	origins := []string{"https://other-origin.check.invalid"}
 	for _, p := range prefs {
-		if p.Operation == mediator.OpPageSetElementText && p.Answer == mediator.AnswerAlwaysAllow && p.Target != "" {
+		if p.Operation == mediator.OpPageSetElementText && p.Answer.Allows() && p.Target != "" {
 			// The same host on another port, and another scheme: other origins.
 			if u, err := url.Parse(p.Target); err == nil && u.Hostname() != "" {
 				origins = append(origins, "https://"+u.Hostname()+":1", "http://"+u.Hostname()+":1")
 			}
 		}
 	}
-	var out []checkResult
+	var out []Result
 	for _, o := range origins {
 		op := mediator.Operation{AgentID: rec.Profile.AgentID, Permission: mediator.PermPageWrite, Name: mediator.OpPageSetElementText,
 			Origin: o, Selector: "#check", TextLength: 1, SessionLevel: level}
 		d := pol.Decide(ctx, op)
-		r := checkResult{class: "origin", tried: "page.write.setElementText on " + o, want: "not run without a person's answer for that origin", got: describeDecision(d)}
-		r.ok = !d.Allowed || (level == mediator.LevelHigh && d.DecidedBy == "level:high")
+		r := Result{Class: "origin", Tried: "page.write.setElementText on " + o, Want: "not run without a person's answer for that origin", Got: describeDecision(d)}
+		r.OK = !d.Allowed || (level == mediator.LevelHigh && d.DecidedBy == "level:high")
 		out = append(out, r)
 	}
 	return out
@@ -271,14 +271,14 @@ func checkOrigins(ctx context.Context, pol *mediator.Policy, rec mediator.AgentR
 // checkWorkspace tries to leave a temporary workspace (never the person's
 // own): each attempt must be refused with path_not_allowed and leave the
 // directory beside it untouched.
-func checkWorkspace(dir string) []checkResult {
+func checkWorkspace(dir string) []Result {
 	outside := filepath.Join(filepath.Dir(dir), "outside")
 	if err := os.MkdirAll(outside, 0o700); err != nil {
-		return []checkResult{{class: "workspace", tried: "make a temporary workspace", skip: err.Error()}}
+		return []Result{{Class: "workspace", Tried: "make a temporary workspace", Skip: err.Error()}}
 	}
 	ws, err := workspace.Open(dir, workspace.Limits{})
 	if err != nil {
-		return []checkResult{{class: "workspace", tried: "make a temporary workspace", skip: err.Error()}}
+		return []Result{{Class: "workspace", Tried: "make a temporary workspace", Skip: err.Error()}}
 	}
 	defer ws.Close()
 	type c struct {
@@ -296,21 +296,21 @@ func checkWorkspace(dir string) []checkResult {
 			c{"write link/x (a link out)", func() error { return ws.WriteFile("link/x", []byte("x"), false) }},
 			c{"read link/../.. (through a link)", func() error { _, err := ws.ReadFile("link/../../x", 1<<10); return err }})
 	}
-	var out []checkResult
+	var out []Result
 	for _, k := range cases {
 		err := k.do()
-		r := checkResult{class: "workspace", tried: k.tried, want: "refused (path_not_allowed)"}
+		r := Result{Class: "workspace", Tried: k.tried, Want: "refused (path_not_allowed)"}
 		switch {
 		case err == nil:
-			r.got = "not refused"
+			r.Got = "not refused"
 		default:
-			r.got = "refused (" + string(mediator.CodeOf(err)) + ")"
-			r.ok = mediator.CodeOf(err) == mediator.CodePathNotAllowed
+			r.Got = "refused (" + string(mediator.CodeOf(err)) + ")"
+			r.OK = mediator.CodeOf(err) == mediator.CodePathNotAllowed
 		}
 		out = append(out, r)
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
-		out = append(out, checkResult{class: "workspace", tried: "the directory beside the workspace", want: "untouched", got: fmt.Sprintf("%d entries appeared", len(ents))})
+		out = append(out, Result{Class: "workspace", Tried: "the directory beside the workspace", Want: "untouched", Got: fmt.Sprintf("%d entries appeared", len(ents))})
 	}
 	return out
 }

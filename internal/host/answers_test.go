@@ -167,7 +167,7 @@ func TestOutsideReadOffersTheSessionAtMost(t *testing.T) {
 	prof := pyProfile("py-outside", []string{"shell", "workspace.read", "workspace.write"})
 	prof["permissionSet"] = "filesystem"
 	h.mustOK("install-agent", map[string]any{"profile": prof, "module": "await restricted_api.shell('ls')\n"}, nil)
-	if _, err := h.st.UpdateSessionSettings(context.Background(), "deep", []byte(`{"permission_level":"high"}`)); err != nil {
+	if _, err := h.st.UpdateSessionSettings(context.Background(), "deep", []byte(`{"permissionLevel":"high"}`)); err != nil {
 		t.Fatal(err)
 	}
 	outside := filepath.Join(t.TempDir(), "outside.txt")

@@ -29,7 +29,7 @@ func writeOnce() []byte {
 	i32 := byte(0x7f)
 	types := [][]byte{
 		{0x60, 0x04, i32, i32, i32, i32, 0x01, i32}, // fd_write: (fd, iovs, iovs_len, nwritten) -> errno
-		{0x60, 0x00, 0x00},                         // _start: () -> ()
+		{0x60, 0x00, 0x00},                          // _start: () -> ()
 	}
 	imports := [][]byte{append(append(testwasm.Name("wasi_snapshot_preview1"), testwasm.Name("fd_write")...), 0x00, 0x00)}
 	exports := [][]byte{

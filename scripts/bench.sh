@@ -37,9 +37,12 @@ run ./workflow/ '^(BenchmarkPureWorkflow1000|BenchmarkAuthorizeLayer10)$'
 run ./shell/ '^(BenchmarkShellLsR|BenchmarkShellGrepR)$'
 run ./wasmhost/ '^BenchmarkWorkspaceRead1MiB$'
 run ./wasmhost/ '^BenchmarkCompileLargeBody$'
+run ./wasmhost/ '^BenchmarkManyAgents$'
 
 # One line per benchmark, in first-seen order: the medians of ns/op, of
-# ns/call (the log benchmark) and of the multiple of the baseline.
+# ns/call (the log benchmark), of the peak RSS (the many-agents benchmark,
+# whose multiple is of its memory target, not of a baseline) and of the
+# multiple of the baseline.
 awk '
 function median(list,   a, n, i, j, t) {
   n = split(list, a, " ")
@@ -53,6 +56,8 @@ function median(list,   a, n, i, j, t) {
     if ($(i+1) == "ns/op") nsop[name] = nsop[name] " " $i
     if ($(i+1) == "x-baseline") ratio[name] = ratio[name] " " $i
     if ($(i+1) == "ns/call") percall[name] = percall[name] " " $i
+    if ($(i+1) == "peak-MiB") peak[name] = peak[name] " " $i
+    if ($(i+1) == "x-target") target[name] = target[name] " " $i
   }
 }
 END {
@@ -63,7 +68,9 @@ END {
     else if (t >= 1e3) shown = sprintf("%.1f µs", t / 1e3)
     else shown = sprintf("%.0f ns", t)
     if (percall[name] != "") shown = shown sprintf(" (%.0f ns/call)", median(percall[name]))
+    if (peak[name] != "") shown = shown sprintf(" (peak RSS %.1f MiB)", median(peak[name]))
     r = ratio[name] == "" ? "" : sprintf("%.2fx", median(ratio[name]))
+    if (target[name] != "") r = sprintf("%.2fx of target", median(target[name]))
     printf "%-40s %24s  %s\n", name, shown, r
   }
 }' "$out"

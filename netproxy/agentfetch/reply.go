@@ -87,6 +87,25 @@ func (r *Result) AppendJSON(dst []byte) []byte {
 	return append(dst, `"}`...)
 }
 
+// JSONParts is what AppendJSON writes, in three pieces: the fields before
+// the body's text, the body's text, and the closing bytes. The middle one
+// is the fetched body itself when it is text with nothing to escape, so a
+// reply split into frames is encoded from it straight into each frame.
+func (r *Result) JSONParts() [][]byte {
+	head := make([]byte, 0, len(r.head)+len(`,"body":"`))
+	head = append(append(head, r.head...), `,"body":"`...)
+	var body []byte
+	switch {
+	case r.base64:
+		body = base64.StdEncoding.AppendEncode(make([]byte, 0, base64.StdEncoding.EncodedLen(len(r.resp.Body))), r.resp.Body)
+	case r.escaped == len(r.resp.Body):
+		body = r.resp.Body
+	default:
+		body = appendEscaped(make([]byte, 0, r.escaped), r.resp.Body)
+	}
+	return [][]byte{head, body, []byte(`"}`)}
+}
+
 // MarshalJSON makes a Result usable wherever JSON is encoded.
 func (r *Result) MarshalJSON() ([]byte, error) {
 	return r.AppendJSON(make([]byte, 0, r.JSONLen())), nil

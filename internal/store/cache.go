@@ -37,17 +37,18 @@ const maxCachedAgents = 1024
 type factCache struct {
 	local atomic.Uint64 // bumped by every write of this Store
 
-	dvmu sync.Mutex // serialises data_version reads on conn
-	conn *sql.Conn
-	// factsStmt is the facts_version read, prepared on conn once: most
-	// decisions follow a commit (their own audit records move the
-	// version), so it runs before most of them, and parsing its SQL cost
-	// more than running it.
+	dvmu     sync.Mutex // serialises data_version reads on conn
+	conn     *sql.Conn
+	walTried bool
+	noMap    bool         // never map (closed, or a test of the data_version path)
+	walmu    sync.RWMutex // held while the mapping is read; close unmaps it
+	wal      *walIndex
+
+	// factsStmt is the facts_version read, prepared on conn once (dvmu
+	// held): most decisions follow a commit (their own audit records move
+	// the version), so it runs before most of them, and parsing its SQL
+	// cost more than running it.
 	factsStmt *sql.Stmt
-	walTried  bool
-	noMap     bool         // never map (closed, or a test of the data_version path)
-	walmu     sync.RWMutex // held while the mapping is read; close unmaps it
-	wal       *walIndex
 
 	reads atomic.Int64 // agents read from the database; tests read it
 

@@ -1,9 +1,7 @@
 package mediator
 
 import (
-	"regexp"
 	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -39,11 +37,4 @@ func cutOnRune(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// lazyRegexp compiles expr on first use, not at package init: every
-// command of the binary runs every package's init, and a host started for
-// one message should not pay for patterns it never matches.
-func lazyRegexp(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -301,5 +302,22 @@ func TestAggregateHashIsLengthPrefixed(t *testing.T) {
 				t.Errorf("hash(%q) == hash(%q): %v; want %v", c.a, c.b, got, c.same)
 			}
 		})
+	}
+}
+
+// TestValidAgentIDIsItsPattern: the hand-written check accepts exactly the
+// ids its documented pattern does.
+func TestValidAgentIDIsItsPattern(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	ids := []string{"", "a", "A", "0", ".", "-a", "_a", "a.b-c_d", "a b", "a/b", "a\n", "é", "a\x00",
+		strings.Repeat("a", MaxAgentIDLen), strings.Repeat("a", MaxAgentIDLen+1)}
+	for c := range 256 {
+		ids = append(ids, string([]byte{byte(c)}), "a"+string([]byte{byte(c)}), string([]byte{byte(c)})+"a")
+	}
+	for _, id := range ids {
+		want := id != "" && len(id) <= MaxAgentIDLen && re.MatchString(id)
+		if got := ValidAgentID(id) == nil; got != want {
+			t.Errorf("ValidAgentID(%q) ok = %v; the pattern says %v", id, got, want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/frame"
 	"github.com/agentgate/nmhost/internal/nmclient"
 )
@@ -161,15 +162,32 @@ func BenchmarkColdStart(b *testing.B) {
 // BenchmarkFetch is an agent's fetch of a loopback resource through the
 // binary (network-fetch: grant, ACL, policy, audit, the reply framed and,
 // past 1 MiB, chunked) beside net/http fetching it and reading the body.
+// The "tmpfs" cases keep the data directory in memory (/dev/shm), where
+// an fsync costs nothing: what is left is the host's own work, apart from
+// the disk's.
 func BenchmarkFetch(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		body []byte
-	}{
-		{"2B", []byte("ok")},
-		{"1MiB", bytes.Repeat([]byte("a"), 1<<20)},
-	} {
+	type fetchCase struct {
+		name  string
+		body  []byte
+		tmpfs bool
+	}
+	var cases []fetchCase
+	for _, tmpfs := range []bool{false, true} {
+		for _, c := range []fetchCase{{"2B", []byte("ok"), tmpfs}, {"1MiB", bytes.Repeat([]byte("a"), 1<<20), tmpfs}} {
+			if tmpfs {
+				c.name += "-tmpfs"
+			}
+			cases = append(cases, c)
+		}
+	}
+	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
+			dir := ""
+			if c.tmpfs {
+				dir = newDataDirIn(b, "/dev/shm")
+			} else {
+				dir = newDataDir(b)
+			}
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(c.body) }))
 			defer srv.Close()
 			pair(b,
@@ -191,7 +209,7 @@ func BenchmarkFetch(b *testing.B) {
 					}
 				},
 				func(b *testing.B) {
-					h := startRaw(b, newDataDir(b))
+					h := startRaw(b, dir)
 					install, _ := json.Marshal(map[string]any{"id": "i", "type": "install-agent",
 						"profile": profile("bench", strings.TrimPrefix(srv.URL, "http://"))["profile"]})
 					if n, first := h.call(b, install); n != 1 || !bytes.Contains(first, []byte(`"success":true`)) {
@@ -211,6 +229,23 @@ func BenchmarkFetch(b *testing.B) {
 				})
 		})
 	}
+}
+
+// newDataDirIn is newDataDir under parent (a memory file system), or a
+// skip where there is none.
+func newDataDirIn(b *testing.B, parent string) string {
+	if fi, err := os.Stat(parent); err != nil || !fi.IsDir() {
+		b.Skipf("no %s here", parent)
+	}
+	dir, err := os.MkdirTemp(parent, "nmhost-bench-")
+	if err != nil {
+		b.Skip(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	if err := datadir.SaveConfig(dir, datadir.Config{AllowedOrigins: []string{origin}}); err != nil {
+		b.Fatal(err)
+	}
+	return dir
 }
 
 // rawHost is nmhost on pipes with nothing decoding its replies: the fetch

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -340,76 +339,4 @@ func (s *server) send(r reply) {
 		s.log.Error("reply not encodable", "id", string(r.ID), "err", err)
 		_ = s.write(r.ID, reply{ID: r.ID, Error: "the reply could not be encoded", Code: mediator.CodeInternal})
 	}
-}
-
-// jsonAppender is data that writes its own JSON into a buffer of a size it
-// knows in advance (a fetch's result), so a large reply is encoded once,
-// without reflection or the encoder's buffer doubling.
-type jsonAppender interface {
-	AppendJSON(dst []byte) []byte
-	JSONLen() int
-}
-
-// encodeBufs recycles the buffers small replies are encoded into.
-var encodeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooledBuf is the largest encode buffer kept for reuse: replies are
-// mostly small, and a pooled megabyte would outlive the reply that grew it.
-const maxPooledBuf = 64 << 10
-
-// encode returns v's JSON: a successful reply whose data is a jsonAppender
-// is written by hand around it; anything else by encoding/json, into buf.
-func encode(buf *bytes.Buffer, v any) ([]byte, error) {
-	if r, ok := v.(reply); ok && r.Success && r.Error == "" && r.Code == "" {
-		if a, ok := r.Data.(jsonAppender); ok {
-			b := make([]byte, 0, len(`{"id":,"success":true,"data":}`)+len(r.ID)+a.JSONLen())
-			b = append(b, `{"id":`...)
-			b = append(b, r.ID...)
-			b = append(b, `,"success":true,"data":`...)
-			b = a.AppendJSON(b)
-			return append(b, '}'), nil
-		}
-	}
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// write encodes any outbound message (reply, progress event, host-initiated
-// request) and sends it as one frame or as chunks under id, built and
-// written one at a time. Frames from concurrent handlers never interleave
-// inside one frame; chunks of one message may interleave with other
-// messages, which the chunk format allows.
-func (s *server) write(id json.RawMessage, v any) error {
-	buf := encodeBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		// Every frame is written by now: nothing refers to buf any more.
-		if buf.Cap() <= maxPooledBuf {
-			encodeBufs.Put(buf)
-		}
-	}()
-	payload, err := encode(buf, v)
-	if err != nil {
-		return err
-	}
-	var broken bool
-	err = frame.SplitEach(id, payload, func(f []byte) error {
-		if err := s.out.Write(f); err != nil {
-			broken = true
-			return err
-		}
-		return nil
-	})
-	switch {
-	case broken:
-		s.log.Warn("browser gone: write failed", "err", err)
-		s.brokenOnce.Do(func() { close(s.broken) })
-	case err != nil:
-		s.log.Error("message not splittable", "id", string(id), "err", err)
-	}
-	return nil
 }

@@ -46,6 +46,12 @@ type factCache struct {
 	walmu    sync.RWMutex // held while the mapping is read; close unmaps it
 	wal      *walIndex
 
+	// factsStmt is the facts_version read, prepared on conn once (dvmu
+	// held): most decisions follow a commit (their own audit records move
+	// the version), so it runs before most of them, and parsing its SQL
+	// cost more than running it.
+	factsStmt *sql.Stmt
+
 	reads atomic.Int64 // agents read from the database; tests read it
 
 	mu     sync.Mutex
@@ -93,6 +99,10 @@ func (c *factCache) dropConnLocked() {
 	c.wal = nil
 	c.walmu.Unlock()
 	c.walTried = false
+	if c.factsStmt != nil {
+		c.factsStmt.Close()
+		c.factsStmt = nil
+	}
 	if c.conn != nil {
 		c.conn.Close()
 		c.conn = nil
@@ -199,8 +209,16 @@ func (s *Store) factsCount(ctx context.Context) (int64, error) {
 		}
 		c.conn = conn
 	}
+	if c.factsStmt == nil {
+		st, err := c.conn.PrepareContext(ctx, `SELECT v FROM facts_version WHERE id = 1`)
+		if err != nil {
+			c.dropConnLocked()
+			return 0, err
+		}
+		c.factsStmt = st
+	}
 	var n int64
-	err := c.conn.QueryRowContext(ctx, `SELECT v FROM facts_version WHERE id = 1`).Scan(&n)
+	err := c.factsStmt.QueryRowContext(ctx).Scan(&n)
 	if err != nil {
 		c.dropConnLocked()
 	}

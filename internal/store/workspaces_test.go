@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -252,5 +253,21 @@ func TestWorkspaceDirName(t *testing.T) {
 	}
 	if WorkspaceDirName("A") == WorkspaceDirName("a") {
 		t.Fatal("ids differing in case share a workspace")
+	}
+}
+
+// TestOldWorkspaceNameMatchesItsPattern: the hand-written check accepts
+// exactly what the old scheme's pattern did.
+func TestOldWorkspaceNameMatchesItsPattern(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
+	ids := []string{"", "a", ".", ".a", "a.", "-x", "_", "a b", "a/b", "a\x00", "é", "a\n", "A-Z_0.9",
+		strings.Repeat("a", 128), strings.Repeat("a", 129), "a" + strings.Repeat(".", 127)}
+	for c := range 256 {
+		ids = append(ids, string(rune(c)), "a"+string([]byte{byte(c)}), string([]byte{byte(c)})+"a")
+	}
+	for _, id := range ids {
+		if got, want := oldWorkspaceName(id), re.MatchString(id); got != want {
+			t.Errorf("oldWorkspaceName(%q) = %v, pattern says %v", id, got, want)
+		}
 	}
 }

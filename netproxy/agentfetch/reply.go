@@ -3,8 +3,6 @@ package agentfetch
 import (
 	"encoding/base64"
 	"encoding/json"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
@@ -89,6 +87,25 @@ func (r *Result) AppendJSON(dst []byte) []byte {
 	return append(dst, `"}`...)
 }
 
+// JSONParts is what AppendJSON writes, in three pieces: the fields before
+// the body's text, the body's text, and the closing bytes. The middle one
+// is the fetched body itself when it is text with nothing to escape, so a
+// reply split into frames is encoded from it straight into each frame.
+func (r *Result) JSONParts() [][]byte {
+	head := make([]byte, 0, len(r.head)+len(`,"body":"`))
+	head = append(append(head, r.head...), `,"body":"`...)
+	var body []byte
+	switch {
+	case r.base64:
+		body = base64.StdEncoding.AppendEncode(make([]byte, 0, base64.StdEncoding.EncodedLen(len(r.resp.Body))), r.resp.Body)
+	case r.escaped == len(r.resp.Body):
+		body = r.resp.Body
+	default:
+		body = appendEscaped(make([]byte, 0, r.escaped), r.resp.Body)
+	}
+	return [][]byte{head, body, []byte(`"}`)}
+}
+
 // MarshalJSON makes a Result usable wherever JSON is encoded.
 func (r *Result) MarshalJSON() ([]byte, error) {
 	return r.AppendJSON(make([]byte, 0, r.JSONLen())), nil
@@ -96,59 +113,6 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 
 // Release returns the body's memory to the fetcher's budget.
 func (r *Result) Release() { r.resp.Release() }
-
-// escapedLen is the length of b as the inside of a JSON string, and false
-// when b is not valid UTF-8 (such a body goes as base64).
-func escapedLen(b []byte) (int, bool) {
-	if !utf8.Valid(b) {
-		return 0, false
-	}
-	n := 0
-	for _, c := range b {
-		switch {
-		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
-			n += 2
-		case c < 0x20:
-			n += 6
-		default:
-			n++
-		}
-	}
-	return n, true
-}
-
-// appendEscaped appends valid UTF-8 b as the inside of a JSON string.
-func appendEscaped(dst, b []byte) []byte {
-	start := 0
-	for i, c := range b {
-		var esc string
-		switch {
-		case c == '"':
-			esc = `\"`
-		case c == '\\':
-			esc = `\\`
-		case c == '\n':
-			esc = `\n`
-		case c == '\r':
-			esc = `\r`
-		case c == '\t':
-			esc = `\t`
-		case c < 0x20:
-			dst = append(dst, b[start:i]...)
-			dst = append(dst, `\u00`...)
-			dst = append(dst, strconv.FormatInt(int64(c)>>4, 16)...)
-			dst = append(dst, strconv.FormatInt(int64(c)&0xf, 16)...)
-			start = i + 1
-			continue
-		default:
-			continue
-		}
-		dst = append(dst, b[start:i]...)
-		dst = append(dst, esc...)
-		start = i + 1
-	}
-	return append(dst, b[start:]...)
-}
 
 // DecodeBody is a request body as an agent or the extension sends it:
 // text as is, or base64 for bytes that are not text. Anything else is

@@ -1,6 +1,7 @@
 package agentfetch
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -38,6 +39,9 @@ func TestResultEncodesExactlyAndCompactly(t *testing.T) {
 			out := r.AppendJSON(nil)
 			if len(out) != r.JSONLen() {
 				t.Fatalf("wrote %d bytes; JSONLen said %d", len(out), r.JSONLen())
+			}
+			if joined := bytes.Join(r.JSONParts(), nil); !bytes.Equal(joined, out) {
+				t.Fatalf("JSONParts joined:\n%s\nAppendJSON:\n%s", joined, out)
 			}
 			var got Reply
 			dec := json.NewDecoder(strings.NewReader(string(out)))

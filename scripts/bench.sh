@@ -58,6 +58,7 @@ function median(list,   a, n, i, j, t) {
     if ($(i+1) == "ns/op") nsop[name] = nsop[name] " " $i
     if ($(i+1) == "x-baseline") ratio[name] = ratio[name] " " $i
     if ($(i+1) == "ns/call") percall[name] = percall[name] " " $i
+    if ($(i+1) == "marginal-ns/call") marginal[name] = marginal[name] " " $i
     if ($(i+1) == "peak-MiB") peak[name] = peak[name] " " $i
     if ($(i+1) == "x-target") target[name] = target[name] " " $i
   }
@@ -70,6 +71,7 @@ END {
     else if (t >= 1e3) shown = sprintf("%.1f µs", t / 1e3)
     else shown = sprintf("%.0f ns", t)
     if (percall[name] != "") shown = shown sprintf(" (%.0f ns/call)", median(percall[name]))
+    if (marginal[name] != "") shown = shown sprintf(" (%.0f ns a call more)", median(marginal[name]))
     if (peak[name] != "") shown = shown sprintf(" (peak RSS %.1f MiB)", median(peak[name]))
     r = ratio[name] == "" ? "" : sprintf("%.2fx", median(ratio[name]))
     # With -count, go test repeats each sub-benchmark back to back

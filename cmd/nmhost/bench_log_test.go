@@ -26,14 +26,14 @@ import (
 // store opened, a module instantiated) is spread thin, as issue 23 asks.
 const entryLogCalls = 9000
 
-// logAgent is an agent whose _start logs "x" entryLogCalls times in a
-// loop. A loop, not assemble's unrolled calls: 9,000 calls in one body
-// would be past the compiler's body limit and run interpreted, which is
-// not what a real agent's log call costs.
-func logAgent() []byte {
+// logAgent is an agent whose _start logs "x" calls times (at least once)
+// in a loop. A loop, not assemble's unrolled calls: 9,000 calls in one
+// body would be past the compiler's body limit and run interpreted, which
+// is not what a real agent's log call costs.
+func logAgent(calls int32) []byte {
 	body := []byte{0x01, 0x01, 0x7f} // one i32 local
 	body = append(body, 0x41)
-	body = append(body, sleb(entryLogCalls)...)
+	body = append(body, sleb(calls)...)
 	body = append(body, 0x21, 0x00, // local.set 0
 		0x03, 0x40, // loop
 		0x41, 0x00, 0x41, 0x01, 0x10, 0x00, 0x1a, // log(0, 1); drop
@@ -68,14 +68,25 @@ var logProfile = map[string]any{"agentId": "logger", "permissions": map[string]a
 // module loaded from the data dir's compile cache, the run, the store
 // closed and synced), without the cost of starting a process, which
 // BenchmarkColdStart measures.
+//
+// Each entry point also runs the same agent making one call ("... 1
+// call"), and the 9,000-call run reports its marginal cost per call,
+// (ns/op - the one-call run's ns/op) / 8,999: what a call costs once the
+// run's fixed cost (a store opened and an agent installed, for `nmhost
+// run`) is set apart. The calls themselves take the same path through
+// every entry point (internal/runs), so their marginal costs agree.
 func BenchmarkLogCallEntryPoints(b *testing.B) {
-	module := logAgent()
+	module, one := logAgent(entryLogCalls), logAgent(1)
 	var base float64
-	perCall := func(b *testing.B) {
+	fixed := map[string]float64{} // an entry point's one-call run, ns
+	perCall := func(b *testing.B, entry string) {
 		ns := nsPerOp(b) / entryLogCalls
 		b.ReportMetric(ns, "ns/call")
 		if base > 0 {
 			b.ReportMetric(ns/base, "x-baseline")
+		}
+		if f, ok := fixed[entry]; ok {
+			b.ReportMetric((nsPerOp(b)-f)/(entryLogCalls-1), "marginal-ns/call")
 		}
 	}
 	b.Run("baseline", func(b *testing.B) {
@@ -104,20 +115,13 @@ func BenchmarkLogCallEntryPoints(b *testing.B) {
 		base = nsPerOp(b) / entryLogCalls
 		b.ReportMetric(base, "ns/call")
 	})
+	b.Run("native host, 1 call", func(b *testing.B) {
+		nativeHostRuns(b, one)
+		fixed["native host"] = nsPerOp(b)
+	})
 	b.Run("native host", func(b *testing.B) {
-		p := start(b, newDataDir(b))
-		if r := call(b, p.Client, "install-agent", map[string]any{"module": base64.StdEncoding.EncodeToString(module), "profile": logProfile}); !r.Success {
-			b.Fatalf("install: %+v", r)
-		}
-		ctx := context.Background()
-		for b.Loop() {
-			r, err := p.Call(ctx, "run-agent", map[string]any{"agentId": "logger"})
-			var res struct{ Status string }
-			if err != nil || !r.Success || r.Decode(&res) != nil || res.Status != "ok" {
-				b.Fatalf("run-agent: %v %+v", err, r)
-			}
-		}
-		perCall(b)
+		nativeHostRuns(b, module)
+		perCall(b, "native host")
 	})
 	b.Run("ws run", func(b *testing.B) {
 		dir := newDataDir(b)
@@ -158,31 +162,56 @@ func BenchmarkLogCallEntryPoints(b *testing.B) {
 				}
 			}
 		}
-		perCall(b)
+		perCall(b, "ws run")
+	})
+	b.Run("nmhost run, 1 call", func(b *testing.B) {
+		nmhostRuns(b, one)
+		fixed["nmhost run"] = nsPerOp(b)
 	})
 	b.Run("nmhost run", func(b *testing.B) {
-		dir := newDataDir(b)
-		files := b.TempDir()
-		modPath, profPath := filepath.Join(files, "logger.wasm"), filepath.Join(files, "profile.json")
-		prof, _ := json.Marshal(logProfile)
-		if os.WriteFile(modPath, module, 0o600) != nil || os.WriteFile(profPath, prof, 0o600) != nil {
-			b.Fatal("cannot write the agent")
-		}
-		var stderr bytes.Buffer
-		env := cli.Env{Args: []string{"run", "--profile", profPath, modPath}, Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &stderr,
-			Getenv: func(k string) string {
-				if k == datadir.EnvVar {
-					return dir
-				}
-				return os.Getenv(k)
-			}}
-		for b.Loop() {
-			stderr.Reset()
-			env.Stdout = &bytes.Buffer{}
-			if code := cli.Main(env); code != 0 {
-				b.Fatalf("nmhost run: exit %d: %s", code, stderr.String())
-			}
-		}
-		perCall(b)
+		nmhostRuns(b, module)
+		perCall(b, "nmhost run")
 	})
+}
+
+// nativeHostRuns runs module through run-agent of the real binary, b.N times.
+func nativeHostRuns(b *testing.B, module []byte) {
+	p := start(b, newDataDir(b))
+	if r := call(b, p.Client, "install-agent", map[string]any{"module": base64.StdEncoding.EncodeToString(module), "profile": logProfile}); !r.Success {
+		b.Fatalf("install: %+v", r)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		r, err := p.Call(ctx, "run-agent", map[string]any{"agentId": "logger"})
+		var res struct{ Status string }
+		if err != nil || !r.Success || r.Decode(&res) != nil || res.Status != "ok" {
+			b.Fatalf("run-agent: %v %+v", err, r)
+		}
+	}
+}
+
+// nmhostRuns runs module through `nmhost run` in this process, b.N times.
+func nmhostRuns(b *testing.B, module []byte) {
+	dir := newDataDir(b)
+	files := b.TempDir()
+	modPath, profPath := filepath.Join(files, "logger.wasm"), filepath.Join(files, "profile.json")
+	prof, _ := json.Marshal(logProfile)
+	if os.WriteFile(modPath, module, 0o600) != nil || os.WriteFile(profPath, prof, 0o600) != nil {
+		b.Fatal("cannot write the agent")
+	}
+	var stderr bytes.Buffer
+	env := cli.Env{Args: []string{"run", "--profile", profPath, modPath}, Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &stderr,
+		Getenv: func(k string) string {
+			if k == datadir.EnvVar {
+				return dir
+			}
+			return os.Getenv(k)
+		}}
+	for b.Loop() {
+		stderr.Reset()
+		env.Stdout = &bytes.Buffer{}
+		if code := cli.Main(env); code != 0 {
+			b.Fatalf("nmhost run: exit %d: %s", code, stderr.String())
+		}
+	}
 }

@@ -10,18 +10,11 @@ import (
 // handlePreferenceDigest: the uses of the allow-and-log answers in force,
 // per agent and operation (the options page's digest).
 func handlePreferenceDigest(ctx context.Context, s *server, req *request) (any, error) {
-	var p struct {
-		AgentID string `json:"agentId"`
-	}
-	if err := req.decode(&p); err != nil {
+	agentID, err := optionalAgent(req)
+	if err != nil {
 		return nil, err
 	}
-	if p.AgentID != "" {
-		if err := mediator.ValidAgentID(p.AgentID); err != nil {
-			return nil, err
-		}
-	}
-	d, err := s.opts.Store.AllowAndLogDigest(ctx, p.AgentID)
+	d, err := s.opts.Store.AllowAndLogDigest(ctx, agentID)
 	if err != nil {
 		return nil, err
 	}

@@ -302,19 +302,29 @@ func handleLogDenial(ctx context.Context, s *server, req *request) (any, error) 
 	return d, nil
 }
 
-func handleListPreferences(ctx context.Context, s *server, req *request) (any, error) {
+// optionalAgent reads a request whose one member is an optional agentId
+// (every agent when absent), checked like every agent id.
+func optionalAgent(req *request) (string, error) {
 	var p struct {
 		AgentID string `json:"agentId"`
 	}
 	if err := req.decode(&p); err != nil {
-		return nil, err
+		return "", err
 	}
 	if p.AgentID != "" {
 		if err := mediator.ValidAgentID(p.AgentID); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
-	prefs, err := s.opts.Store.ListPreferences(ctx, p.AgentID)
+	return p.AgentID, nil
+}
+
+func handleListPreferences(ctx context.Context, s *server, req *request) (any, error) {
+	agentID, err := optionalAgent(req)
+	if err != nil {
+		return nil, err
+	}
+	prefs, err := s.opts.Store.ListPreferences(ctx, agentID)
 	if err != nil {
 		return nil, err
 	}

@@ -206,35 +206,7 @@ func (y *syncer) through(ctx context.Context, seq int64) error {
 		}
 		return nil
 	}
-	for y.durable.Load() < seq {
-		y.mu.Lock()
-		changed := y.changed
-		y.mu.Unlock()
-		if y.durable.Load() >= seq {
-			break
-		}
-		select {
-		case y.urgent <- struct{}{}:
-		default:
-		}
-		select {
-		case <-changed:
-		case <-y.stopped:
-			if y.durable.Load() >= seq {
-				return nil
-			}
-			return errClosed
-		case <-ctx.Done():
-			return &mediator.Error{Code: mediator.CodeTimeout, Msg: "audit records were not confirmed on disk in time", Err: ctx.Err()}
-		}
-		y.mu.Lock()
-		err := y.err
-		y.mu.Unlock()
-		if err != nil {
-			return storeErr("sync audit", err)
-		}
-	}
-	return nil
+	return y.wait(ctx, func() bool { return y.durable.Load() >= seq })
 }
 
 // covered returns once everything committed before it was called is on
@@ -248,15 +220,22 @@ func (y *syncer) covered(ctx context.Context) error {
 		return nil // synchronous=FULL: the commit was fsynced before it returned
 	}
 	want := y.started.Load() + 1
-	for {
+	return y.wait(ctx, func() bool {
 		y.mu.Lock()
-		done, changed, err := y.done, y.changed, y.err
+		defer y.mu.Unlock()
+		return y.done >= want
+	})
+}
+
+// wait asks for a sync now, and again after each one, until reached
+// holds; a sync that failed is an error.
+func (y *syncer) wait(ctx context.Context, reached func() bool) error {
+	for !reached() {
+		y.mu.Lock()
+		changed := y.changed
 		y.mu.Unlock()
-		if done >= want {
-			if err != nil {
-				return storeErr("sync", err)
-			}
-			return nil
+		if reached() {
+			break
 		}
 		select {
 		case y.urgent <- struct{}{}:
@@ -265,17 +244,21 @@ func (y *syncer) covered(ctx context.Context) error {
 		select {
 		case <-changed:
 		case <-y.stopped:
-			y.mu.Lock()
-			done = y.done
-			y.mu.Unlock()
-			if done >= want {
+			if reached() {
 				return nil
 			}
 			return errClosed
 		case <-ctx.Done():
-			return &mediator.Error{Code: mediator.CodeTimeout, Msg: "a change was not confirmed on disk in time", Err: ctx.Err()}
+			return &mediator.Error{Code: mediator.CodeTimeout, Msg: "what was written was not confirmed on disk in time", Err: ctx.Err()}
+		}
+		y.mu.Lock()
+		err := y.err
+		y.mu.Unlock()
+		if err != nil {
+			return storeErr("sync", err)
 		}
 	}
+	return nil
 }
 
 func (y *syncer) stop() {

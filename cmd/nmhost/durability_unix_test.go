@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/nmclient"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
@@ -72,16 +73,7 @@ func TestRunResultsSurviveKill9(t *testing.T) {
 	}
 	<-enough
 	// Runs are still in flight on every worker: the kill lands mid-run.
-	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	p.Cmd.Wait()
-
-	s, err := store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := killThenOpen(t, p, &wg, dir)
 	defer s.Close()
 	ctx := context.Background()
 	decisions, executed := map[string]int64{}, map[string]int64{}
@@ -181,16 +173,7 @@ func TestFetchDecisionsSurviveKill9(t *testing.T) {
 			<-hits
 		}
 		// More fetches are in flight on every worker: the kill lands mid-stream.
-		if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		wg.Wait()
-		p.Cmd.Wait()
-
-		s, err := store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := killThenOpen(t, p, &wg, dir)
 		decided := map[string]bool{}
 		for after := int64(0); ; {
 			page, err := s.ListAudit(ctx, after, store.MaxDenialPage, false)
@@ -228,4 +211,20 @@ func TestFetchDecisionsSurviveKill9(t *testing.T) {
 		}
 		t.Logf("iteration %d: %d requests reached the canary so far, every one decided on record", it, n)
 	}
+}
+
+// killThenOpen kills the host with SIGKILL, waits for its callers (wg)
+// and the process, and opens its store as the next process would.
+func killThenOpen(t *testing.T, p *nmclient.Process, wg *sync.WaitGroup, dir string) *store.Store {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	p.Cmd.Wait()
+	s, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

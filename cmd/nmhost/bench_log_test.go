@@ -5,20 +5,16 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/agentgate/nmhost/internal/cli"
 	"github.com/agentgate/nmhost/internal/datadir"
-	"github.com/agentgate/nmhost/internal/viewer"
 )
 
 // entryLogCalls is how many log calls the entry-point benchmark's agent
@@ -129,15 +125,7 @@ func BenchmarkLogCallEntryPoints(b *testing.B) {
 		if r := call(b, p.Client, "install-agent", map[string]any{"module": base64.StdEncoding.EncodeToString(module), "profile": logProfile}); !r.Success {
 			b.Fatalf("install: %+v", r)
 		}
-		m := startServe(b, hostEnv(dir), "--port", "0").url
-		h := http.Header{}
-		h.Set("Origin", "http://127.0.0.1:"+m[1])
-		h.Set("Sec-WebSocket-Protocol", viewer.ViewerProtocol+", "+viewer.TokenProtocolPrefix+m[2])
-		c, _, err := (&websocket.Dialer{HandshakeTimeout: 5 * time.Second}).Dial("ws://127.0.0.1:"+m[1]+"/ws", h)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
+		c := dialServeWS(b, dir)
 		for b.Loop() {
 			if err := c.WriteJSON(map[string]any{"type": "run", "runId": "r", "agentId": "logger"}); err != nil {
 				b.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/agentgate/nmhost/internal/store"
-	"github.com/agentgate/nmhost/internal/viewer"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -72,15 +68,7 @@ func TestSameAgentSameRecordsEveryEntryPoint(t *testing.T) {
 			}
 		}},
 		{"/ws run", func(t *testing.T, dir string) {
-			m := startServe(t, hostEnv(dir), "--port", "0").url
-			h := http.Header{}
-			h.Set("Origin", "http://127.0.0.1:"+m[1])
-			h.Set("Sec-WebSocket-Protocol", viewer.ViewerProtocol+", "+viewer.TokenProtocolPrefix+m[2])
-			c, _, err := (&websocket.Dialer{HandshakeTimeout: 5 * time.Second}).Dial("ws://127.0.0.1:"+m[1]+"/ws", h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dialServeWS(t, dir)
 			if err := c.WriteJSON(map[string]any{"type": "run", "runId": "r", "agentId": "entry"}); err != nil {
 				t.Fatal(err)
 			}

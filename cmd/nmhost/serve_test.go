@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentgate/nmhost/internal/viewer"
+	"github.com/gorilla/websocket"
 )
 
 // viewerURL is the first line of `nmhost serve`: the token in the fragment,
@@ -144,4 +147,21 @@ func TestServeRefusesUnsafeStarts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dialServeWS starts `nmhost serve` on dir and opens its /ws as the page
+// does (its Origin, the viewer's protocol and the token); both end with
+// the test.
+func dialServeWS(t testing.TB, dir string) *websocket.Conn {
+	t.Helper()
+	m := startServe(t, hostEnv(dir), "--port", "0").url
+	h := http.Header{}
+	h.Set("Origin", "http://127.0.0.1:"+m[1])
+	h.Set("Sec-WebSocket-Protocol", viewer.ViewerProtocol+", "+viewer.TokenProtocolPrefix+m[2])
+	c, _, err := (&websocket.Dialer{HandshakeTimeout: 5 * time.Second}).Dial("ws://127.0.0.1:"+m[1]+"/ws", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

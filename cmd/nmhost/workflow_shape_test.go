@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,10 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gorilla/websocket"
-
-	"github.com/agentgate/nmhost/internal/viewer"
 )
 
 // shapeWorkflow is all pure, so it runs the same everywhere without a
@@ -67,15 +62,7 @@ func TestWorkflowResultHasOneShape(t *testing.T) {
 			return data
 		}},
 		{"/ws run-workflow", func(t *testing.T, dir string) map[string]any {
-			m := startServe(t, hostEnv(dir), "--port", "0").url
-			h := http.Header{}
-			h.Set("Origin", "http://127.0.0.1:"+m[1])
-			h.Set("Sec-WebSocket-Protocol", viewer.ViewerProtocol+", "+viewer.TokenProtocolPrefix+m[2])
-			c, _, err := (&websocket.Dialer{HandshakeTimeout: 5 * time.Second}).Dial("ws://127.0.0.1:"+m[1]+"/ws", h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dialServeWS(t, dir)
 			if err := c.WriteJSON(map[string]any{"type": "run-workflow", "runId": "shape", "workflow": json.RawMessage(shapeWorkflow)}); err != nil {
 				t.Fatal(err)
 			}

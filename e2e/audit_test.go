@@ -116,4 +116,19 @@ func TestViewerPageShowsTheAuditTrailBreak(t *testing.T) {
 		t.Fatalf("after truncation the viewer says %q", line)
 	}
 	screenshot(t, again, "viewer-audit-broken")
+
+	// What the page keeps is checked as the extension checks its own
+	// (checkpoint.js, the same module): a kept checkpoint spoilt or
+	// removed behind its back is a break, never a new chain.
+	for _, c := range []struct{ name, spoil, code string }{
+		{"malformed", `localStorage.setItem('nmhost-audit-checkpoint', '{"checkpoint":"not one","size":3}')`, "checkpoint_malformed"},
+		{"missing", `localStorage.removeItem('nmhost-audit-checkpoint')`, "checkpoint_missing"},
+	} {
+		eval[any](t, again, "("+c.spoil+", null)")
+		spoilt := page(t, link)
+		waitFor(t, spoilt, `document.getElementById('audit-status').classList.contains('broken')`)
+		if line := eval[string](t, spoilt, `document.getElementById('audit-status').textContent`); !strings.HasSuffix(line, "("+c.code+")") {
+			t.Fatalf("%s: the viewer says %q; want %s", c.name, line, c.code)
+		}
+	}
 }

@@ -51,7 +51,6 @@ class NativeHost {
     this.ready = null; // the current connection's hello: {ok, hello} or {ok: false, code, message}
   }
 
-
   // onConnect(fn) calls fn after each new connection (a host process
   // started); onDisconnect(fn) after it ends.
   onConnect(fn) {
@@ -99,10 +98,14 @@ class NativeHost {
   // version matches (a caller's hello is sent afresh: it asks whether the
   // host is alive now).
   async request(type, params = {}, opts = {}) {
-    this.connect();
-    const ready = await this.ready;
-    if (!ready.ok) throw new HostError(ready.code, ready.message);
-    return this.send(type, params, opts);
+    for (;;) {
+      const port = this.connect();
+      const ready = await this.ready;
+      if (!ready.ok) throw new HostError(ready.code, ready.message);
+      // The host that answered hello may have gone meanwhile: the next
+      // one is asked hello first too, never sent this request unchecked.
+      if (this.port === port) return this.send(type, params, opts);
+    }
   }
 
   // send posts one request on the current port (connecting if needed).

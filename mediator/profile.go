@@ -102,6 +102,22 @@ type Profile struct {
 	Audit *AuditRequest `json:"audit,omitempty"`
 }
 
+// Clone returns a copy of p that shares no memory with it: a profile kept
+// for decisions can be handed out without a caller's edit reaching the
+// next decision. TestProfileCloneSharesNothing fails when a field that
+// refers to memory is added and not copied here.
+func (p Profile) Clone() Profile {
+	c := p
+	c.Permissions.Required = slices.Clone(p.Permissions.Required)
+	c.Permissions.Optional = slices.Clone(p.Permissions.Optional)
+	c.Capabilities.AllowedHosts = slices.Clone(p.Capabilities.AllowedHosts)
+	if p.Audit != nil {
+		a := *p.Audit
+		c.Audit = &a
+	}
+	return c
+}
+
 // The runtimes a profile may name.
 const (
 	RuntimeWasm   = "wasm"

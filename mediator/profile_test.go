@@ -321,3 +321,36 @@ func TestValidAgentIDIsItsPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileCloneSharesNothing: every field of a Profile that refers to
+// memory (a slice, a map, a pointer) is one Clone copies, and a clone's
+// edits never reach the original.
+func TestProfileCloneSharesNothing(t *testing.T) {
+	var refs []string
+	var walk func(ty reflect.Type, path string)
+	walk = func(ty reflect.Type, path string) {
+		for i := 0; i < ty.NumField(); i++ {
+			f := ty.Field(i)
+			switch f.Type.Kind() {
+			case reflect.Struct:
+				walk(f.Type, path+f.Name+".")
+			case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface, reflect.Func, reflect.Chan:
+				refs = append(refs, path+f.Name)
+			}
+		}
+	}
+	walk(reflect.TypeOf(Profile{}), "")
+	copied := []string{"Permissions.Required", "Permissions.Optional", "Capabilities.AllowedHosts", "Audit"}
+	if !slices.Equal(refs, copied) {
+		t.Fatalf("Profile's fields that refer to memory are %v; Clone copies %v: copy the new ones in Clone", refs, copied)
+	}
+	p := Profile{AgentID: "a", Permissions: Permissions{Required: []Permission{PermConsoleLog}, Optional: []Permission{PermNetworkFetch}},
+		Capabilities: Capabilities{AllowedHosts: []string{"a.example"}}, Audit: &AuditRequest{Calls: AuditCallsPerCall}}
+	c := p.Clone()
+	c.Permissions.Required[0], c.Permissions.Optional[0], c.Capabilities.AllowedHosts[0] = "x", "x", "x"
+	c.Audit.Calls = ""
+	if p.Permissions.Required[0] != PermConsoleLog || p.Permissions.Optional[0] != PermNetworkFetch ||
+		p.Capabilities.AllowedHosts[0] != "a.example" || p.Audit.Calls != AuditCallsPerCall {
+		t.Fatalf("an edit of the clone reached the original: %+v", p)
+	}
+}

@@ -52,7 +52,8 @@ type factCache struct {
 	// cost more than running it.
 	factsStmt *sql.Stmt
 
-	reads atomic.Int64 // agents read from the database; tests read it
+	reads      atomic.Int64 // agents read from the database; tests read it
+	factsReads atomic.Int64 // facts_version reads; tests read it
 
 	mu     sync.Mutex
 	v      cacheVersion // the version last checked
@@ -71,6 +72,13 @@ type agentFacts struct {
 	grants      []mediator.Grant
 	revoked     []mediator.Permission
 	prefs       map[prefKey]mediator.Preference
+
+	// profile is profileJSON decoded, once, on the first Agent call:
+	// a fetch asks for its agent on every request, and decoding the
+	// JSON each time cost more than the rest of the lookup.
+	decode  sync.Once
+	profile mediator.Profile
+	profErr error
 }
 
 type prefKey struct{ operation, target string }
@@ -117,6 +125,18 @@ func (s *Store) wrote() {
 	if s.sy != nil {
 		s.sy.committed()
 	}
+}
+
+// carryOver moves the cache from version before to after: a commit of
+// this Store that changed none of the facts (a group commit) and was the
+// only commit between the two (commit_tail.go). A cache not current at
+// before is left alone, to be checked as usual.
+func (c *factCache) carryOver(before, after cacheVersion) {
+	c.mu.Lock()
+	if c.filled && c.v == before {
+		c.v = after
+	}
+	c.mu.Unlock()
 }
 
 // FactsVersion is a number that changes with every commit of any process
@@ -217,6 +237,7 @@ func (s *Store) factsCount(ctx context.Context) (int64, error) {
 		}
 		c.factsStmt = st
 	}
+	c.factsReads.Add(1)
 	var n int64
 	err := c.factsStmt.QueryRowContext(ctx).Scan(&n)
 	if err != nil {
@@ -357,8 +378,10 @@ func (f *agentFacts) record() (mediator.AgentRecord, error) {
 	if len(f.revoked) > 0 {
 		rec.Revoked = append([]mediator.Permission(nil), f.revoked...)
 	}
-	if err := json.Unmarshal([]byte(f.profileJSON), &rec.Profile); err != nil {
-		return mediator.AgentRecord{}, storeErr("decode stored profile", err)
+	f.decode.Do(func() { f.profErr = json.Unmarshal([]byte(f.profileJSON), &f.profile) })
+	if f.profErr != nil {
+		return mediator.AgentRecord{}, storeErr("decode stored profile", f.profErr)
 	}
+	rec.Profile = f.profile.Clone()
 	return rec, nil
 }

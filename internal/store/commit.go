@@ -59,6 +59,7 @@ type committer struct {
 	quit    chan struct{}
 	stopped chan struct{}
 	commits atomic.Int64 // transactions committed by the committer; tests read it
+	resumed atomic.Int64 // groups that started from the last one's tail; tests read it
 
 	// conn is the committer's own connection and stmts the statements
 	// prepared on it: parsing SQL costs more than running it here, so a
@@ -66,6 +67,10 @@ type committer struct {
 	// Only the committer goroutine uses them.
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+
+	// tail is what the last group left for the next (commit_tail.go);
+	// nil: read it from the database.
+	tail *tail
 }
 
 // prepared returns q prepared on the committer's connection.
@@ -213,8 +218,17 @@ func (s *Store) runBatch(ctx context.Context, batch []*commitReq) (err error, re
 			g.dropConn()
 		}
 	}
+	// Under the write lock the header cannot move: it says whether this
+	// process's last group was the last commit of anybody.
+	before, mapped := s.walHeader()
+	local := s.cache.local.Load()
 	w := newAuditWriter(ctx, conn, s.now)
 	w.prepared = g.prepared
+	if t := g.tail; t != nil && mapped && t.hdr == before {
+		w.resume(t)
+		g.resumed.Add(1)
+	}
+	g.tail = nil // a group that fails may leave hashes it never wrote
 	for _, r := range batch {
 		if ferr := r.fn(ctx, conn, w); ferr != nil {
 			rollback()
@@ -231,6 +245,10 @@ func (s *Store) runBatch(ctx context.Context, batch []*commitReq) (err error, re
 	}
 	g.commits.Add(1)
 	s.wrote()
+	if after, ok := s.walHeader(); ok && mapped && headerSettled(&after) && headerChange(&after) == headerChange(&before)+1 {
+		g.tail = w.tailAfter(after)
+		s.cache.carryOver(cacheVersion{hdr: before, local: local}, cacheVersion{hdr: after, local: local + 1})
+	}
 	return nil, false
 }
 

@@ -380,6 +380,14 @@ func (p *Policy) decideAndRecord(ctx context.Context, op Operation, bar *AuditBa
 			bar.add(queue.EnqueueAudit(context.WithoutCancel(ctx), e, nil))
 			return
 		}
+		if queue != nil {
+			// The operation has run: its outcome is written in turn,
+			// before any record queued after it, and nobody waits for
+			// it. A reply is not held back by a second commit; a crash
+			// in that instant loses the outcome, never the decision.
+			queue.EnqueueAudit(context.WithoutCancel(ctx), e, nil)
+			return
+		}
 		_, _ = p.records.AppendAudit(context.WithoutCancel(ctx), e)
 	}, nil
 }

@@ -92,6 +92,7 @@ type AuditPage struct {
 // the time included, is read from the hashed body: the ts column is only a
 // copy that VerifyAudit checks, so moving it changes nothing that is shown.
 func (s *Store) ListAudit(ctx context.Context, afterSeq int64, limit int, tail bool) (AuditPage, error) {
+	s.settle()
 	if limit <= 0 || limit > MaxDenialPage {
 		limit = DefaultDenialPage
 	}

@@ -52,6 +52,7 @@ type AuditExtension struct {
 // VerifyAudit with the same checkpoint is the thorough check: it reads
 // every record (`nmhost audit verify --checkpoint`).
 func (s *Store) CheckAuditCheckpoint(ctx context.Context, cp []byte) (AuditExtension, error) {
+	s.settle()
 	if len(cp) > MaxAuditCheckpointBytes || len(cp) == 0 {
 		_, _, err := auditlog.Open(cp, nil, "")
 		return AuditExtension{}, err

@@ -23,6 +23,7 @@ type AuditExportRecord struct {
 // Like ListAudit, the fields are read from the body; a damaged body keeps
 // its fields empty (verify reports it) and is still shipped as it is.
 func (s *Store) ListAuditBodies(ctx context.Context, afterSeq, throughSeq int64, limit int) ([]AuditExportRecord, error) {
+	s.settle()
 	if limit <= 0 || limit > MaxDenialPage {
 		limit = DefaultDenialPage
 	}

@@ -149,6 +149,7 @@ func signTree(key auditKey, size int64, root tlog.Hash, at time.Time) ([]byte, e
 // readSnapshot runs fn in one read transaction, so everything it reads is
 // from the same moment of the log even while other processes append.
 func (s *Store) readSnapshot(ctx context.Context, op string, fn func(q querier) error) error {
+	s.settle()
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return storeErr(op, err)

@@ -46,6 +46,7 @@ type AuditReport struct {
 // The checkpoint is optional (VerifyAudit(ctx) checks the log alone); at
 // most one may be given.
 func (s *Store) VerifyAudit(ctx context.Context, checkpoint ...[]byte) (AuditReport, error) {
+	s.settle()
 	if len(checkpoint) > 1 {
 		return AuditReport{}, mediator.Errorf(mediator.CodeBadRequest, "verify audit: one checkpoint at a time, not %d", len(checkpoint))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -60,6 +61,9 @@ type committer struct {
 	stopped chan struct{}
 	commits atomic.Int64 // transactions committed by the committer; tests read it
 	resumed atomic.Int64 // groups that started from the last one's tail; tests read it
+	// queued and finished count requests in and out; while they differ
+	// a read of the trail first waits for the queue (settle).
+	queued, finished atomic.Int64
 
 	// conn is the committer's own connection and stmts the statements
 	// prepared on it: parsing SQL costs more than running it here, so a
@@ -118,8 +122,22 @@ func (s *Store) enqueue(fn batchFunc) *commitReq {
 		close(r.done)
 		return r
 	}
+	g.queued.Add(1)
 	g.reqs <- r
 	return r
+}
+
+// settle returns once every request queued before it has been committed
+// (or has failed). The records nobody waits for (an operation's outcome,
+// see mediator.Policy) are then on the trail for a read of this process:
+// the host's list-audit, a checkpoint, a proof, a verification or an
+// export never misses a record queued before it was asked.
+func (s *Store) settle() {
+	g := s.gc
+	if g.queued.Load() == g.finished.Load() {
+		return
+	}
+	<-s.enqueue(nil).done
 }
 
 // group runs fn in the next group commit and returns once it is durable.
@@ -179,6 +197,11 @@ func (s *Store) commitLoop() {
 // alone would only wait out the busy timeout once per request).
 func (s *Store) commitBatch(batch []*commitReq) {
 	ctx := context.Background()
+	if !slices.ContainsFunc(batch, func(r *commitReq) bool { return r.fn != nil }) {
+		// Only settle's markers: everything before them is committed.
+		s.finish(batch, nil)
+		return
+	}
 	s.wmu.Lock()
 	err, retry := s.runBatch(ctx, batch)
 	if retry && len(batch) > 1 {
@@ -188,12 +211,19 @@ func (s *Store) commitBatch(batch []*commitReq) {
 		err = nil
 	}
 	s.wmu.Unlock()
+	s.finish(batch, err)
+}
+
+// finish reports the group's outcome to each request: its own error, else
+// the group's.
+func (s *Store) finish(batch []*commitReq, err error) {
 	for _, r := range batch {
 		if r.err == nil && err != nil {
 			r.err = err
 		}
 		close(r.done)
 	}
+	s.gc.finished.Add(int64(len(batch)))
 }
 
 // runBatch runs batch in one transaction on the committer's connection;
@@ -230,6 +260,9 @@ func (s *Store) runBatch(ctx context.Context, batch []*commitReq) (err error, re
 	}
 	g.tail = nil // a group that fails may leave hashes it never wrote
 	for _, r := range batch {
+		if r.fn == nil {
+			continue // settle's marker: nothing to write
+		}
 		if ferr := r.fn(ctx, conn, w); ferr != nil {
 			rollback()
 			return wrapWriteErr(ferr), true

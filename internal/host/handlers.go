@@ -32,11 +32,28 @@ type helloData struct {
 }
 
 func handleHello(_ context.Context, s *server, _ *request) (any, error) {
-	return helloData{
-		Name: "nmhost", Version: s.opts.Version, Protocol: ProtocolVersion,
-		Origin: s.opts.Caller.Origin, MaxMessageBytes: 1 << 20,
-	}, nil
+	s.helloOnce.Do(func() {
+		b, err := json.Marshal(helloData{
+			Name: "nmhost", Version: s.opts.Version, Protocol: ProtocolVersion,
+			Origin: s.opts.Caller.Origin, MaxMessageBytes: 1 << 20,
+		})
+		if err == nil {
+			s.hello = encoded(b)
+		}
+	})
+	if s.hello == nil {
+		return nil, mediator.Errorf(mediator.CodeInternal, "the hello reply could not be encoded")
+	}
+	return s.hello, nil
 }
+
+// encoded is a reply's data already in JSON: hello's is the same for the
+// host's whole life, and it is the request the extension sends first on
+// every connection, so it is encoded once (write.go's jsonAppender).
+type encoded []byte
+
+func (e encoded) AppendJSON(dst []byte) []byte { return append(dst, e...) }
+func (e encoded) JSONLen() int                 { return len(e) }
 
 type agentParams struct {
 	AgentID string `json:"agentId"`

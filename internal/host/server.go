@@ -118,6 +118,9 @@ type server struct {
 	// broken is closed when stdout fails: the browser is gone.
 	broken     chan struct{}
 	brokenOnce sync.Once
+	// hello is hello's reply data, encoded by the first hello.
+	helloOnce sync.Once
+	hello     encoded
 	// inputEnded is closed when stdin ends: nothing can answer a
 	// host-initiated request any more, so waiting for one is pointless.
 	inputEnded chan struct{}

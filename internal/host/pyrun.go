@@ -53,6 +53,16 @@ type pythonRun struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	expiry *time.Timer // ends the run at its deadline when nobody ends it (the page that ran it closed)
+	// bar holds the run's records as a module run's barrier does
+	// (runs.Deps.Barrier), and auth decides the run's calls under it:
+	// its log calls are one aggregate record, its local-only reads
+	// may trail their call, and the run's end waits for all of them.
+	bar  *mediator.AuditBarrier
+	auth mediator.Authorizer
+	// active counts the run's calls in progress; taken only while the
+	// run is open (under pythonRuns' lock), so end, which closes it
+	// first, waits for every call that could still add to bar.
+	active sync.WaitGroup
 }
 
 // errRunEnded is why a call of an ended run is cancelled.
@@ -107,6 +117,7 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 	caps := rec.Profile.Capabilities
 	run := &pythonRun{owner: s, agentID: p.AgentID, session: sessionID, ephemeral: ephemeral, level: level, origin: p.Origin, context: bound,
 		deadline: time.Now().Add(caps.Timeout() + pythonRunSlack)}
+	run.bar, run.auth = s.runDeps().Barrier(rec)
 	run.ctx, run.cancel = context.WithCancelCause(context.Background())
 	id := newRunID()
 	// A run nobody ends (the page that ran it was closed) ends at its
@@ -120,7 +131,9 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 		}
 		pythonRuns.Unlock()
 		if mine {
-			run.end(context.Background())
+			if err := run.end(context.Background()); err != nil {
+				s.log.Error("python run expired; its audit records were not written", "agent", run.agentID, "err", err)
+			}
 		}
 	})
 	pythonRuns.Lock()
@@ -138,10 +151,12 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 	}
 	pythonRuns.Unlock()
 	for _, r := range expired {
-		r.end(ctx)
+		if err := r.end(ctx); err != nil {
+			s.log.Error("python run expired; its audit records were not written", "agent", r.agentID, "err", err)
+		}
 	}
 	if full {
-		run.end(ctx)
+		_ = run.end(ctx) // it made no call
 		return nil, mediator.Errorf(mediator.CodeTooLarge, "%d Python runs are open already", maxPythonRuns)
 	}
 	api := pyagent.Present(granted)
@@ -161,36 +176,6 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 		"runId": id, "agentId": p.AgentID, "sessionId": sessionID, "source": string(source), "moduleSha256": rec.ModuleSHA256,
 		"api": api, "absent": absent, "input": p.Input, "executionTimeout": caps.ExecutionTimeout, "maxMemory": caps.MaxMemory,
 	}, nil
-}
-
-// lookupRun finds an open run of agentID in host s. Anything else (an
-// unknown id, another agent's run, another host's, an expired or ended
-// one) is the same unknown_run, so a guess learns nothing.
-func lookupRun(ctx context.Context, s *server, runID, agentID string) (*pythonRun, error) {
-	r, expired, err := findRun(s, runID, agentID)
-	if expired != nil {
-		expired.end(ctx) // after the lock is let go: it writes the store
-	}
-	return r, err
-}
-
-// findRun is lookupRun under the lock; an expired run it drops is
-// returned to be ended.
-func findRun(s *server, runID, agentID string) (r *pythonRun, expired *pythonRun, err error) {
-	pythonRuns.Lock()
-	defer pythonRuns.Unlock()
-	r, ok := pythonRuns.m[runID]
-	if ok && time.Now().After(r.deadline) {
-		delete(pythonRuns.m, runID)
-		ok, expired = false, r
-	}
-	if !ok || r.owner != s || r.agentID != agentID {
-		return nil, expired, mediator.Errorf(mediator.CodeUnknownRun, "no open Python run %q of agent %q", clip(runID), clip(agentID))
-	}
-	if r.calls++; r.calls > maxPythonCalls {
-		return nil, nil, mediator.Errorf(mediator.CodeCallLimit, "the run made more than %d calls", maxPythonCalls)
-	}
-	return r, nil, nil
 }
 
 // callParams are the arguments of every restricted_api function; each
@@ -297,6 +282,7 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	defer run.active.Done()
 	// The call lives no longer than its run: python-run-end cancels it,
 	// and a prompt it waits on, however long ago it was asked.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -357,7 +343,7 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 		op.TextLength = len(a.Query)
 	}
 	op.AgentID, op.SessionLevel, op.SessionID, op.Permission = run.agentID, run.level, run.session, fn.Permission
-	done, err := s.opts.Authorizer.Authorize(ctx, op)
+	done, err := run.auth.Authorize(ctx, op)
 	if err != nil {
 		return nil, err // the Authorizer recorded the denial
 	}
@@ -411,7 +397,7 @@ func (r *pythonRun) shell(ctx context.Context, s *server, line string) (any, err
 		return nil, fmt.Errorf("session[%s] workspace: %w", clip(r.session), err)
 	}
 	defer ws.Close()
-	out, err := shell.Agent{AgentID: r.agentID, Level: r.level, Session: r.session, WS: ws, Auth: s.opts.Authorizer, Refused: s.recordDenial, More: func() error {
+	out, err := shell.Agent{AgentID: r.agentID, Level: r.level, Session: r.session, WS: ws, Auth: r.auth, Refused: s.recordDenial, More: func() error {
 		pythonRuns.Lock()
 		defer pythonRuns.Unlock()
 		if r.calls++; r.calls > maxPythonCalls {
@@ -423,48 +409,4 @@ func (r *pythonRun) shell(ctx context.Context, s *server, line string) (any, err
 		return nil, err
 	}
 	return map[string]any{"output": out}, nil
-}
-
-// end removes the run's session when it is the run's own (ephemeral):
-// the run ended, or expired, and nobody else knows that session. A
-// failure is logged; the store's next open sweeps what is left.
-func (r *pythonRun) end(ctx context.Context) {
-	if r.expiry != nil {
-		r.expiry.Stop()
-	}
-	if r.cancel != nil {
-		r.cancel(errRunEnded)
-	}
-	if !r.ephemeral {
-		return
-	}
-	if err := r.owner.opts.Store.DeleteEphemeralSession(context.WithoutCancel(ctx), r.session); err != nil {
-		r.owner.log.Error("ephemeral session not removed", "session", r.session, "err", err)
-	}
-}
-
-// handlePythonRunEnd closes a run: later calls with its id are unknown_run.
-func handlePythonRunEnd(ctx context.Context, s *server, req *request) (any, error) {
-	var p struct {
-		RunID   string `json:"runId"`
-		AgentID string `json:"agentId"`
-		Status  string `json:"status"`
-	}
-	if err := req.decode(&p); err != nil {
-		return nil, err
-	}
-	pythonRuns.Lock()
-	r, ok := pythonRuns.m[p.RunID]
-	if ok && r.owner == s && r.agentID == p.AgentID {
-		delete(pythonRuns.m, p.RunID)
-	} else {
-		ok = false
-	}
-	pythonRuns.Unlock()
-	if !ok {
-		return nil, mediator.Errorf(mediator.CodeUnknownRun, "no open Python run %q of agent %q", clip(p.RunID), clip(p.AgentID))
-	}
-	r.end(ctx)
-	s.log.Info("python run ended", "agent", p.AgentID, "status", clip(p.Status), "calls", r.calls)
-	return map[string]any{"runId": p.RunID, "ended": true, "calls": r.calls}, nil
 }

@@ -76,8 +76,7 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	deps := runs.Deps{Store: s.opts.Store, Runtime: s.opts.Runtime, Authorizer: s.opts.Authorizer, Fetch: s.fetch, LogDenial: s.recordDenial}
-	out, err := deps.Run(ctx, runs.Request{
+	out, err := s.runDeps().Run(ctx, runs.Request{
 		AgentID: p.AgentID, Input: p.Input, SessionID: p.SessionID, Level: p.SessionLevel, PageOrigin: p.Origin,
 		Browser: &Browser{peer: &s.peer, agentID: p.AgentID, context: bound, timeout: DefaultBrowserTimeout},
 		Events: func(e wasmhost.Event) {
@@ -92,6 +91,12 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 		return nil, err
 	}
 	return runResult(out), nil
+}
+
+// runDeps is what every run this host starts shares: a module's run and
+// a Python agent's run are built from the same.
+func (s *server) runDeps() runs.Deps {
+	return runs.Deps{Store: s.opts.Store, Runtime: s.opts.Runtime, Authorizer: s.opts.Authorizer, Fetch: s.fetch, LogDenial: s.recordDenial}
 }
 
 // runResult is run-agent's reply: the run's result and its session.

@@ -78,16 +78,7 @@ func (d Deps) Run(ctx context.Context, r Request) (Outcome, error) {
 		defer opened.Close()
 		in = &opened
 	}
-	// How the run's records are kept: the host's settings, and what the
-	// agent's profile asks on top (it can only ask for more).
-	ra := d.Store.RunAudit()
-	ra.Strict = ra.Strict || rec.Profile.Audit.Strict()
-	ra.PerCall = ra.PerCall || rec.Profile.Audit.PerCall()
-	bar := mediator.NewRunBarrier(ra)
-	auth := d.Authorizer
-	if ba, ok := auth.(mediator.BarrierAuthorizer); ok {
-		auth = ba.WithBarrier(bar)
-	}
+	bar, auth := d.Barrier(rec)
 	events := r.Events
 	var out *outputBatcher
 	if events != nil {
@@ -117,6 +108,24 @@ func (d Deps) Run(ctx context.Context, r Request) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("agent[%s] run: %w", rec.Profile.AgentID, err)
 	}
 	return Outcome{Result: res, SessionID: in.Session}, nil
+}
+
+// Barrier is how a run of rec keeps its records: its audit barrier, and
+// the Authorizer that decides the run's calls under it. The host's
+// settings hold, and what the agent's profile asks on top (it can only
+// ask for more). Run uses it, and so does a Python agent's run, whose
+// code runs in the extension but whose calls are decided here one by one:
+// the run waits on the barrier before it ends.
+func (d Deps) Barrier(rec mediator.AgentRecord) (*mediator.AuditBarrier, mediator.Authorizer) {
+	ra := d.Store.RunAudit()
+	ra.Strict = ra.Strict || rec.Profile.Audit.Strict()
+	ra.PerCall = ra.PerCall || rec.Profile.Audit.PerCall()
+	bar := mediator.NewRunBarrier(ra)
+	auth := d.Authorizer
+	if ba, ok := auth.(mediator.BarrierAuthorizer); ok {
+		auth = ba.WithBarrier(bar)
+	}
+	return bar, auth
 }
 
 // agent reads the agent's record and, unless the runtime has its module

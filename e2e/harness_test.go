@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,6 +56,11 @@ func TestMain(m *testing.M) {
 }
 
 func setup(m *testing.M) (int, error) {
+	// A signal (scripts/test.sh sends SIGTERM when a phase beside these
+	// tests fails; Ctrl-C) waits here until Chromium has been set up, then
+	// ends the run as the deferred calls would: see stopOnSignal.
+	stopped := make(chan os.Signal, 1)
+	signal.Notify(stopped, syscall.SIGTERM, os.Interrupt)
 	work, err := os.MkdirTemp("", "nmhost-e2e-")
 	if err != nil {
 		return 1, err
@@ -154,6 +161,7 @@ func setup(m *testing.M) (int, error) {
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
+	go stopOnSignal(stopped, cancelAlloc, removePolicy, work)
 	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithBrowserOption(chromedp.WithBrowserErrorf(logBrowserError)))
 	defer cancel()
 	// The first action starts the browser, which lives as long as that

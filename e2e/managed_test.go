@@ -84,3 +84,16 @@ func TestManagedPolicyReachesTheHost(t *testing.T) {
 	}
 	waitForDenial(t, opts, "e2e-governed", "managed storage")
 }
+
+// stopOnSignal ends a run stopped by a signal the way a finished run
+// ends: Chromium first (its profile is in work, and it writes there until
+// it exits), then the managed policy, which is the whole machine's, and
+// work.
+func stopOnSignal(stopped <-chan os.Signal, stopBrowser, removePolicy func(), work string) {
+	sig := <-stopped
+	stopBrowser()
+	removePolicy()
+	os.RemoveAll(work)
+	fmt.Fprintf(os.Stderr, "e2e: stopped by %v\n", sig)
+	os.Exit(1)
+}

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs every test of the project, in phases, each with a header: modules,
-# static checks (go mod tidy, vet for Linux, Windows and macOS, gofmt,
-# staticcheck pinned in go.mod), Chromium, the example agents, Pyodide, then the
+# Chromium, the example agents, Pyodide, static checks (go mod tidy, vet
+# for Linux, Windows and macOS, gofmt, staticcheck pinned in go.mod), the
 # whole Go suite with the race detector (fuzz seed corpora run as ordinary
 # tests), then nmhost export against the OpenTelemetry Collector's
-# receiver (tools/otelcol-test, a module of its own), then the end-to-end tests in Chromium (-tags e2e). Everything it needs is installed here, so it works on a fresh
-# machine. It ends with one verdict line.
+# receiver (tools/otelcol-test, a module of its own). The end-to-end tests
+# in Chromium (-tags e2e) run in the background beside the static checks
+# and the Go suite; their output and time come last. Everything it needs
+# is installed here, so it works on a fresh machine. It ends with one
+# verdict line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,12 +28,50 @@ phase() {
 verdict() {
   local rc=$?
   printf '   (%s: %ds)\n' "$current" $((SECONDS - phase_start))
+  stop_e2e
   if [ "$rc" -eq 0 ]; then
     printf '\ntest.sh: PASS in %ds (e2e screenshots in %s)\n' $((SECONDS - started)) "${E2E_ARTIFACTS:-${TMPDIR:-/tmp}/nmhost-e2e-artifacts}"
   else
     printf '\ntest.sh: FAIL in phase "%s" after %ds (exit %d)\n' "$current" $((SECONDS - started)) "$rc" >&2
   fi
 }
+# The browser tests spend most of their time waiting on Chromium and on
+# Pyodide's loads (about 100 s of CPU, Chromium's included, in a run of
+# 185 to 336 s, 2026-11-26), so they run in the background beside the
+# static checks and the Go suite, which keep the cores busy. Their output waits
+# in a file and is shown, with their time, in their own phase at the end,
+# which fails the run when they fail (RATIONALE.md, "Why do the browser
+# tests run beside the Go suite?").
+e2e_pid=""
+e2e_dir=$(mktemp -d "${TMPDIR:-/tmp}/nmhost-test-e2e-XXXXXX")
+start_e2e() {
+  e2e_started=$SECONDS
+  # In a session of its own (setsid), so that stop_e2e can end go test,
+  # the test binary and the Chromium it started, together.
+  (
+    rc=0
+    setsid go test -tags e2e -count=1 -timeout 30m ./e2e >"$e2e_dir/out" 2>&1 &
+    echo $! >"$e2e_dir/pgid"
+    wait $! || rc=$?
+    echo "$SECONDS" >"$e2e_dir/ended"
+    exit "$rc"
+  ) &
+  e2e_pid=$!
+}
+# stop_e2e ends the browser tests when the run stops before their phase
+# (a phase failed, or Ctrl-C, which does not reach a background job):
+# the run has failed already, and they would go on for minutes.
+stop_e2e() {
+  if [ -n "$e2e_pid" ] && kill -0 "$e2e_pid" 2>/dev/null; then
+    echo "test.sh: stopping the end-to-end tests running in the background" >&2
+    if [ -s "$e2e_dir/pgid" ]; then
+      kill -TERM -- "-$(cat "$e2e_dir/pgid")" 2>/dev/null || true
+    fi
+    wait "$e2e_pid" 2>/dev/null || true
+  fi
+  rm -rf "$e2e_dir"
+}
+
 current=setup
 trap verdict EXIT
 
@@ -48,6 +89,23 @@ go mod download
 current="go mod tidy"; phase "$current"
 go mod tidy -diff
 (cd tools/otelcol-test && go mod tidy -diff)
+
+# The end-to-end tests need Chromium and the example agents; they fail,
+# never skip, when the browser cannot start.
+current="Chromium"; phase "$current"
+./scripts/setup-chromium.sh
+chromium --version
+
+current="example agents"; phase "$current"
+./scripts/build-agents.sh
+
+# Python agents run on Pyodide inside the extension; the e2e tests load
+# the vendored copy (pinned version, checked against scripts/pyodide.sha256).
+current="Pyodide"; phase "$current"
+./scripts/fetch-pyodide.sh
+
+# From here the browser tests run in the background (start_e2e, above).
+start_e2e
 
 current="vet (linux, windows, darwin)"; phase "$current"
 go vet ./...
@@ -90,22 +148,14 @@ if go list -deps ./internal/host | grep -q opentelemetry; then
   exit 1
 fi
 
-# The end-to-end tests need Chromium and the example agents; they fail,
-# never skip, when the browser cannot start.
-current="Chromium"; phase "$current"
-./scripts/setup-chromium.sh
-chromium --version
-
-current="example agents"; phase "$current"
-./scripts/build-agents.sh
-
-# Python agents run on Pyodide inside the extension; the e2e tests load
-# the vendored copy (pinned version, checked against scripts/pyodide.sha256).
-current="Pyodide"; phase "$current"
-./scripts/fetch-pyodide.sh
-
 current="tests"; phase "$current"
-go test -race -count=1 -timeout 30m ./...
+# The race detector sleeps a second as each race-built process exits
+# (GORACE's atexit_sleep_ms, 1000 by default): a second per package and
+# per helper process, idle. A race is reported, and fails its test, when
+# it happens; what the sleep waits for is goroutines still running after
+# the last test (RATIONALE.md, "Why does test.sh shorten the race
+# detector's sleep at exit?"). A GORACE of your own is kept as it is.
+GORACE=${GORACE:-atexit_sleep_ms=10} go test -race -count=1 -timeout 30m ./...
 
 # nmhost export against the OpenTelemetry Collector's own OTLP receiver,
 # in its own module (tools/otelcol-test, which replaces nmhost with ../..).
@@ -113,7 +163,16 @@ current="collector integration (tools/otelcol-test)"; phase "$current"
 (cd tools/otelcol-test && go test -count=1 ./...)
 
 # The browser tests, behind their build tag so that plain `go test ./...`
-# needs no browser; here they run, and fail (never skip) when Chromium
-# cannot start.
+# needs no browser; here they have run beside the phases above, and fail
+# (never skip) when Chromium cannot start. They are not race-built: the
+# host they drive is a plain build, and the Go suite above runs every
+# package under the race detector (RATIONALE.md, "Why do the browser tests
+# run without the race detector?").
 current="end-to-end tests (Chromium)"; phase "$current"
-go test -tags e2e -race -count=1 -timeout 30m ./e2e
+e2e_rc=0
+wait "$e2e_pid" || e2e_rc=$?
+cat "$e2e_dir/out"
+printf '   (the end-to-end tests ran %ds, from the start of "vet" on; this phase waited %ds for them)\n' \
+  $(($(cat "$e2e_dir/ended" 2>/dev/null || echo "$SECONDS") - e2e_started)) $((SECONDS - phase_start))
+e2e_pid=""
+exit "$e2e_rc"

@@ -67,25 +67,31 @@ func TestGrepHonoursTheDeadlineInsideALine(t *testing.T) {
 // TestGrepLongLinesMatchAsBefore: the reader path gives regexp.Match's
 // answers, invalid UTF-8 included.
 func TestGrepLongLinesMatchAsBefore(t *testing.T) {
-	long := strings.Repeat("a", 64<<10)
-	for _, tc := range []struct{ name, pattern, line string }{
-		{"match at the end", "a{100}b", long + "b"},
-		{"no match", "a{100}b", long},
-		{"match at the start", "^b[[:alpha:]]{200}", "b" + long},
-		{"anchored end", "a{200}$", long},
-		{"invalid UTF-8", "\\x{fffd}a{100}", "\xff" + long},
-		{"case-folded", "(?i)A{100}B", long + "b"},
+	for _, tc := range []struct {
+		name, pattern string
+		line          func(long string) string
+	}{
+		{"match at the end", "a{100}b", func(long string) string { return long + "b" }},
+		{"no match", "a{100}b", func(long string) string { return long }},
+		{"match at the start", "^b[[:alpha:]]{200}", func(long string) string { return "b" + long }},
+		{"anchored end", "a{200}$", func(long string) string { return long }},
+		{"invalid UTF-8", "\\x{fffd}a{100}", func(long string) string { return "\xff" + long }},
+		{"case-folded", "(?i)A{100}B", func(long string) string { return long + "b" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := compileMatcher(tc.pattern)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tc.line)*m.insts <= stepsPerCheck {
+			// Just long enough for the reader path: the match costs the
+			// line's length times the pattern's instructions, and under
+			// the race detector a fixed 64 KiB line took up to 9 s a case.
+			line := tc.line(strings.Repeat("a", stepsPerCheck/m.insts+1024))
+			if len(line)*m.insts <= stepsPerCheck {
 				t.Fatalf("the line is short enough for the fast path: %d insts", m.insts)
 			}
-			want := regexp.MustCompile(tc.pattern).MatchString(tc.line)
-			if got := m.match(context.Background(), []byte(tc.line)); got != want {
+			want := regexp.MustCompile(tc.pattern).MatchString(line)
+			if got := m.match(context.Background(), []byte(line)); got != want {
 				t.Fatalf("got %v, regexp says %v", got, want)
 			}
 		})

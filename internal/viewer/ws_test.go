@@ -206,8 +206,12 @@ func TestNonReadingClientIsDroppedOthersKeepUp(t *testing.T) {
 	readWS(t, good, "hello", 5*time.Second)
 	waitUntil(t, 5*time.Second, func() bool { return v.srv.hub.count() == 2 })
 
-	const n = 3000
-	// About 8 KiB each, so the stalled socket's buffers fill fast.
+	// About 8 KiB each, so the stalled socket's buffers fill fast: they
+	// held about 470 of them here (Linux lets a loopback socket's send
+	// buffer grow to 4 MiB), then the write timeout dropped the client.
+	// 1,500 fill them three times over; 3,000 took 24 s of CPU under the
+	// race detector, each denial a durable write.
+	const n = 1500
 	details := map[string]string{}
 	for i := range 15 {
 		details[fmt.Sprint("k", i)] = strings.Repeat("x", 500)
@@ -215,8 +219,8 @@ func TestNonReadingClientIsDroppedOthersKeepUp(t *testing.T) {
 	received := make(chan int, 1)
 	go func() {
 		seen := 0
-		// A guard against a reader that hangs, not a timing: 3,000 durable
-		// denials take a minute on a loaded machine under -race.
+		// A guard against a reader that hangs, not a timing: the durable
+		// denials take tens of seconds on a loaded machine under -race.
 		good.SetReadDeadline(time.Now().Add(5 * time.Minute))
 		for seen < n {
 			// No JSON decoding: the reader must keep up even under -race.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,11 +16,12 @@ import (
 )
 
 // fixedClock returns a clock that starts at a fixed instant and advances one
-// millisecond per call, so timestamps are predictable and ordered.
+// millisecond per call, so timestamps are predictable and ordered. The
+// committer reads it too (a queued outcome record), so the count is atomic.
 func fixedClock() func() time.Time {
 	t0 := time.UnixMilli(1_700_000_000_000)
-	n := 0
-	return func() time.Time { n++; return t0.Add(time.Duration(n) * time.Millisecond) }
+	var n atomic.Int64
+	return func() time.Time { return t0.Add(time.Duration(n.Add(1)) * time.Millisecond) }
 }
 
 func openTestStore(t testing.TB, dir string) *Store {

@@ -8,11 +8,21 @@ import (
 
 // BenchmarkOpenWithMemory is what every host start and CLI command pays:
 // Open, one read (ListAgents) and Close, with no session's memory stored
-// and with 500 sessions' memory (one entry each).
+// and with 500 sessions' memory (one entry each); and, with 500, what a
+// process that then searches one session's memory pays ("then a
+// search": memory.db opened, its schema parsed).
 func BenchmarkOpenWithMemory(b *testing.B) {
 	ctx := context.Background()
-	for _, sessions := range []int{0, 500} {
-		b.Run(fmt.Sprintf("%d sessions", sessions), func(b *testing.B) {
+	for _, c := range []struct {
+		sessions int
+		search   bool
+	}{{0, false}, {500, false}, {500, true}} {
+		sessions := c.sessions
+		name := fmt.Sprintf("%d sessions", sessions)
+		if c.search {
+			name += " then a search"
+		}
+		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
 			s, err := Open(dir, Options{})
 			if err != nil {
@@ -33,6 +43,11 @@ func BenchmarkOpenWithMemory(b *testing.B) {
 				}
 				if _, err := s.ListAgents(ctx); err != nil {
 					b.Fatal(err)
+				}
+				if c.search {
+					if hits, err := s.SearchMemory(ctx, "bench-7", "note", 0); err != nil || len(hits) != 1 {
+						b.Fatal(hits, err)
+					}
 				}
 				if err := s.Close(); err != nil {
 					b.Fatal(err)

@@ -114,6 +114,21 @@ func (s *Store) memory(ctx context.Context, create bool) (*sql.DB, error) {
 	return db, nil
 }
 
+// CheckMemory opens memory.db, when the data directory has one, and
+// reads it: `nmhost doctor` reports a memory.db that would fail the first
+// memory operation. It reports whether there is one.
+func (s *Store) CheckMemory(ctx context.Context) (bool, error) {
+	db, err := s.memory(ctx, false)
+	if err != nil || db == nil {
+		return false, err
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM memory_sessions`).Scan(&n); err != nil {
+		return true, storeErr("read memory", err)
+	}
+	return true, nil
+}
+
 // memWrite runs fn in one memory.db transaction and commits it, durable
 // when it returns (synchronous=FULL).
 func (s *Store) memWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {

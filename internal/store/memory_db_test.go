@@ -136,3 +136,73 @@ func TestEphemeralMemoryDeletionInterrupted(t *testing.T) {
 		t.Fatalf("after the sweep the session left %v", left)
 	}
 }
+
+// TestCheckMemory: doctor's check finds no memory.db on a fresh data
+// dir, reads one that is there, and reports one that is not a database.
+func TestCheckMemory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	if found, err := s.CheckMemory(ctx); found || err != nil {
+		t.Fatalf("fresh: %v %v", found, err)
+	}
+	if _, err := s.WriteMemory(ctx, "s", "a note", nil); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := s.CheckMemory(ctx); !found || err != nil {
+		t.Fatalf("after a write: %v %v", found, err)
+	}
+	s.Close()
+
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, MemoryDBFileName), []byte("not a database, not at all, for sure"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, bad)
+	if found, err := s.CheckMemory(ctx); err == nil {
+		t.Fatalf("a broken memory.db passed: %v", found)
+	}
+	if n := s.mem.opens.Load(); n != 1 {
+		t.Fatalf("opens %d", n)
+	}
+}
+
+// TestMemoryWritesAreOnDiskWhenAcknowledged: memory.db is in WAL mode
+// with synchronous=FULL, so a memory write's commit is fsynced before
+// WriteMemory returns, with no syncer to wait for, in the default
+// (written) durability as in the strict one; and the file is private.
+func TestMemoryWritesAreOnDiskWhenAcknowledged(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{SyncWindow: MaxSyncWindow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.WriteMemory(context.Background(), "s", "a note", nil); err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	var sync, version int
+	db := testMemoryDB(t, s)
+	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`PRAGMA synchronous`).Scan(&sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" || sync != 2 || version != len(memoryMigrations) {
+		t.Fatalf("journal_mode=%s synchronous=%d user_version=%d; want wal 2 (FULL) %d", mode, sync, version, len(memoryMigrations))
+	}
+	for _, name := range []string{MemoryDBFileName, MemoryDBFileName + "-wal"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s is %#o; want 0600", name, fi.Mode().Perm())
+		}
+	}
+}

@@ -418,7 +418,7 @@ func isBusy(err error) bool {
 }
 
 // Close commits the appends still queued (EnqueueAudit) and closes the
-// database; every other write has already been committed.
+// databases; every other write has already been committed.
 func (s *Store) Close() error {
 	if s == nil || s.db == nil {
 		return nil

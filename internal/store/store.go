@@ -202,10 +202,11 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the store in dir: dir/nmhost.db and
-// dir/modules/; dir/memory.db, the sessions' memory, only when a memory
-// operation first needs it (memory_db.go). dir is created 0700 when missing. Open is on the host's
-// cold-start path, so it does two queries when the schema is current
-// (its version, and the ephemeral sessions a killed host left).
+// dir/modules/; dir/memory.db, the sessions' memory, is opened by the
+// first memory operation that needs it (memory_db.go). dir is created
+// 0700 when missing. Open is on the host's cold-start path, so it does
+// two queries when the schema is current (its version, and the
+// ephemeral sessions a killed host left).
 func Open(dir string, opts Options) (*Store, error) {
 	if dir == "" {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: empty data directory")

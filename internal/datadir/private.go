@@ -15,6 +15,7 @@ import (
 // its owner only. Entries that do not exist yet are fine.
 var privateEntries = []string{
 	ConfigFile, "nmhost.db", "nmhost.db-wal", "nmhost.db-shm",
+	"memory.db", "memory.db-wal", "memory.db-shm",
 	"viewer-token", "modules", "wasm-cache", "session-workspaces",
 }
 

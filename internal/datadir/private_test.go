@@ -26,8 +26,10 @@ func TestCheckPrivate(t *testing.T) {
 	if err := SaveConfig(dir, Config{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "viewer-token"), []byte("t"), 0o600); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"viewer-token", "memory.db"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("t"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := CheckPrivate(dir); err != nil {
 		t.Fatalf("a private data dir: %v", err)
@@ -41,6 +43,8 @@ func TestCheckPrivate(t *testing.T) {
 		{dir, 0o770, "chmod 700 " + dir},
 		{filepath.Join(dir, "viewer-token"), 0o622, "chmod 600 " + filepath.Join(dir, "viewer-token")},
 		{filepath.Join(dir, ConfigFile), 0o666, "chmod 600 " + filepath.Join(dir, ConfigFile)},
+		// The sessions' memory: whoever writes it writes what agents read back.
+		{filepath.Join(dir, "memory.db"), 0o620, "chmod 600 " + filepath.Join(dir, "memory.db")},
 	} {
 		old, _ := os.Stat(c.path)
 		if err := os.Chmod(c.path, c.mode); err != nil {

@@ -62,8 +62,9 @@ func (s *Store) newEphemeralSession(ctx context.Context, level string) (string, 
 // given for it. A session
 // that is not ephemeral is left as it is (and nil returned): only a
 // session RunSession started for a run that named none can be removed
-// this way. The directory goes first: if its removal fails the session
-// stays listed, and a later sweep tries again.
+// this way. The directory goes first, then the memory, then the rows: if
+// a removal fails the session stays listed, and a later sweep tries
+// again.
 func (s *Store) DeleteEphemeralSession(ctx context.Context, id string) error {
 	var created int64
 	err := s.db.QueryRowContext(ctx, `SELECT created_at FROM ephemeral_sessions WHERE session_id = ?`, id).Scan(&created)
@@ -79,10 +80,18 @@ func (s *Store) DeleteEphemeralSession(ctx context.Context, id string) error {
 	if err := os.RemoveAll(s.SessionWorkspaceDir(id)); err != nil {
 		return mediator.Errorf(mediator.CodeInternal, "remove the workspace of ephemeral session %s: %v", mediator.Truncate(id, 64), err)
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		if err := deleteMemoryTx(ctx, tx, id); err != nil {
+	// The memory, in memory.db, before the rows here: the two files share
+	// no transaction, and a failure or a crash between the two leaves the
+	// session listed, so its removal is done again (memory_db.go).
+	if err := s.deleteMemory(ctx, id); err != nil {
+		return fmt.Errorf("session[%s] memory: %w", mediator.Truncate(id, 64), err)
+	}
+	if h := s.memHooks.deleted; h != nil {
+		if err := h(id); err != nil {
 			return err
 		}
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM session_settings WHERE session_id = ?`, id); err != nil {
 			return err
 		}

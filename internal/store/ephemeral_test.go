@@ -28,7 +28,7 @@ func ephemeralLeft(t *testing.T, s *Store, id string) []string {
 		left = append(left, "memory count")
 	}
 	var n int
-	if err := s.db.QueryRow(`SELECT count(*) FROM memory_entries WHERE session_id = ?`, id).Scan(&n); err != nil || n != 0 {
+	if err := testMemoryDB(t, s).QueryRow(`SELECT count(*) FROM memory_entries WHERE session_id = ?`, id).Scan(&n); err != nil || n != 0 {
 		left = append(left, "memory entries")
 	}
 	if err := s.db.QueryRow(`SELECT count(*) FROM ephemeral_sessions WHERE session_id = ?`, id).Scan(&n); err != nil || n != 0 {
@@ -37,11 +37,11 @@ func ephemeralLeft(t *testing.T, s *Store, id string) []string {
 	return left
 }
 
-// memoryIndexes counts the per-session memory indexes in the database.
+// memoryIndexes counts the per-session memory indexes in memory.db.
 func memoryIndexes(t *testing.T, s *Store) int {
 	t.Helper()
 	var n int
-	if err := s.db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name GLOB 'memory_fts_[0-9]*' AND sql IS NOT NULL AND sql LIKE 'CREATE VIRTUAL%'`).Scan(&n); err != nil {
+	if err := testMemoryDB(t, s).QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name GLOB 'memory_fts_[0-9]*' AND sql IS NOT NULL AND sql LIKE 'CREATE VIRTUAL%'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

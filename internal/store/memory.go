@@ -52,7 +52,9 @@ const MemoryTagAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789-_"
 //
 // Each session's entries are indexed in an FTS5 table of their own,
 // memory_fts_<number> (memoryIndex), made with the session's first entry
-// and dropped with its memory (deleteMemoryTx). bm25 counts how many
+// and dropped with its memory (deleteMemoryTx). All of it is in
+// memory.db (memory_db.go), never in nmhost.db, so that the tables'
+// schema is parsed only by processes that use memory. bm25 counts how many
 // entries hold a word, and their mean length, over the table it ranks
 // in; over one shared table, a session's result order would say how
 // common its words are in other sessions' memories. RATIONALE.md, "Why
@@ -86,8 +88,9 @@ INSERT INTO `+t+` (`+t+`, rank) VALUES ('rank', 'bm25(1.0, 0.5)');`)
 	return err
 }
 
-// deleteMemoryTx removes session's memory: its index, its entries and
-// its number. Nothing of it is left to rank against or to find.
+// deleteMemoryTx removes session's memory in tx, a memory.db
+// transaction: its index, its entries and its number. Nothing of it is
+// left to rank against or to find.
 func deleteMemoryTx(ctx context.Context, tx *sql.Tx, sessionID string) error {
 	var num int64
 	err := tx.QueryRowContext(ctx, `SELECT num FROM memory_sessions WHERE session_id = ?`, sessionID).Scan(&num)
@@ -133,7 +136,9 @@ func (s *Store) WriteMemory(ctx context.Context, sessionID, text string, tags []
 	}
 	joined := strings.Join(tags, " ")
 	var seq int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	// memory.db commits with synchronous=FULL: the entry is on disk when
+	// memWrite returns, as a write through s.write would be.
+	err := s.memWrite(ctx, func(tx *sql.Tx) error {
 		var num int64
 		err := tx.QueryRowContext(ctx, `SELECT num, entries FROM memory_sessions WHERE session_id = ?`, sessionID).Scan(&num, &seq)
 		switch {
@@ -174,21 +179,28 @@ func (s *Store) WriteMemory(ctx context.Context, sessionID, text string, tags []
 
 // MemoryEntries is how many entries session's memory holds.
 func (s *Store) MemoryEntries(ctx context.Context, sessionID string) (int, error) {
-	n, _, err := s.memorySession(ctx, sessionID)
+	_, n, _, err := s.memorySession(ctx, sessionID)
 	return int(n), err
 }
 
-// memorySession is session's entry count and number; 0, 0 when it has no
-// memory.
-func (s *Store) memorySession(ctx context.Context, sessionID string) (entries, num int64, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT entries, num FROM memory_sessions WHERE session_id = ?`, sessionID).Scan(&entries, &num)
+// memorySession is memory.db and session's entry count and number in
+// it; 0, 0 when it has no memory, and a nil db when no session has any.
+func (s *Store) memorySession(ctx context.Context, sessionID string) (db *sql.DB, entries, num int64, err error) {
+	db, err = s.memory(ctx, false)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("session[%s] memory: %w", sessionID, err)
+	}
+	if db == nil {
+		return nil, 0, 0, nil
+	}
+	err = db.QueryRowContext(ctx, `SELECT entries, num FROM memory_sessions WHERE session_id = ?`, sessionID).Scan(&entries, &num)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, nil
+		return db, 0, 0, nil
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("session[%s] memory: %w", sessionID, storeErr("read", err))
+		return nil, 0, 0, fmt.Errorf("session[%s] memory: %w", sessionID, storeErr("read", err))
 	}
-	return entries, num, nil
+	return db, entries, num, nil
 }
 
 // memoryCutoffSQL finds where a session's newest MaxMemoryCandidates
@@ -243,16 +255,16 @@ func (s *Store) SearchMemory(ctx context.Context, sessionID, query string, limit
 	if match == "" {
 		return hits, nil
 	}
-	_, num, err := s.memorySession(ctx, sessionID)
+	db, _, num, err := s.memorySession(ctx, sessionID)
 	if err != nil || num == 0 {
 		return hits, err
 	}
 	cut := int64(0)
-	err = s.db.QueryRowContext(ctx, memoryCutoffSQL(num), match, MaxMemoryCandidates-1).Scan(&cut)
+	err = db.QueryRowContext(ctx, memoryCutoffSQL(num), match, MaxMemoryCandidates-1).Scan(&cut)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("session[%s] memory: %w", sessionID, storeErr("search", err))
 	}
-	rows, err := s.db.QueryContext(ctx, memorySearchSQL(num), match, cut, sessionID, limit)
+	rows, err := db.QueryContext(ctx, memorySearchSQL(num), match, cut, sessionID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("session[%s] memory: %w", sessionID, storeErr("search", err))
 	}

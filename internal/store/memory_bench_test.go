@@ -33,7 +33,11 @@ var memoryBench = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	defer s.Close()
-	tx, err := s.db.Begin()
+	mem, err := s.memory(context.Background(), true)
+	if err != nil {
+		return "", err
+	}
+	tx, err := mem.Begin()
 	if err != nil {
 		return "", err
 	}
@@ -78,7 +82,7 @@ var memoryBench = sync.OnceValues(func() (string, error) {
 	}
 	for num := range int64(2) {
 		t := memoryIndex(num + 1)
-		if _, err := s.db.Exec(`INSERT INTO ` + t + ` (` + t + `) VALUES ('optimize')`); err != nil {
+		if _, err := mem.Exec(`INSERT INTO ` + t + ` (` + t + `) VALUES ('optimize')`); err != nil {
 			return "", err
 		}
 	}
@@ -101,7 +105,7 @@ func benchTempDir() (string, error) {
 // ("baseline": the cutoff of the newest matches, then the ranked query), and the one ranked join a first version would write
 // ("naive": every match of the session's index scored, no cutoff). Each
 // session has its own index (memory.go), so the other session's entries
-// are in another table. The
+// are in another table; both are in memory.db (memory_db.go). The
 // queries: two words of middling frequency (each in about 1% of the
 // entries), and one common word (in about half).
 func BenchmarkMemorySearch(b *testing.B) {
@@ -194,7 +198,7 @@ WHERE memory_fts_1 MATCH ? AND e.session_id = ?
 ORDER BY bm25(memory_fts_1, 1.0, 0.5) LIMIT ?`
 
 func benchDB(b *testing.B, dir string) *sql.DB {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, DBFileName))
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, MemoryDBFileName))
 	if err != nil {
 		b.Fatal(err)
 	}

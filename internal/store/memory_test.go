@@ -57,10 +57,20 @@ func TestMemoryWriteBounds(t *testing.T) {
 	}
 }
 
+// testMemoryDB is s's memory.db, opened (and made) if it was not.
+func testMemoryDB(t testing.TB, s *Store) *sql.DB {
+	t.Helper()
+	db, err := s.memory(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 func countMemory(t *testing.T, s *Store) int {
 	t.Helper()
 	var n int
-	if err := s.db.QueryRow(`SELECT count(*) FROM memory_entries`).Scan(&n); err != nil {
+	if err := testMemoryDB(t, s).QueryRow(`SELECT count(*) FROM memory_entries`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -76,7 +86,7 @@ func TestMemoryQuota(t *testing.T) {
 	}
 	// Filling 100,000 entries one commit at a time takes minutes; the count
 	// the quota reads is set to one below the limit instead.
-	if _, err := s.db.Exec(`UPDATE memory_sessions SET entries = ? WHERE session_id = 'full'`, MaxMemoryEntries-1); err != nil {
+	if _, err := testMemoryDB(t, s).Exec(`UPDATE memory_sessions SET entries = ? WHERE session_id = 'full'`, MaxMemoryEntries-1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.WriteMemory(ctx, "full", "the last one", nil); err != nil {
@@ -268,75 +278,6 @@ func TestMemoryHostileQueries(t *testing.T) {
 	}
 }
 
-// TestMemoryMigration: a database from before the memory schema gains it.
-func TestMemoryMigration(t *testing.T) {
-	dir := t.TempDir()
-	s := openTestStore(t, dir)
-	s.Close()
-	db, err := sql.Open("sqlite", "file:"+dir+"/"+DBFileName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`DROP TABLE memory_entries`, `DROP TABLE memory_sessions`, `PRAGMA user_version = 9`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	db.Close()
-	s = openTestStore(t, dir)
-	if _, err := s.WriteMemory(context.Background(), "s", "after the migration", nil); err != nil {
-		t.Fatal(err)
-	}
-	if hits, err := s.SearchMemory(context.Background(), "s", "migration", 0); err != nil || len(hits) != 1 {
-		t.Fatalf("%+v %v", hits, err)
-	}
-}
-
-// TestMemorySplitMigration: a database whose sessions share one index
-// (schema version 10) gets one index per session holding that session's
-// entries, searchable as before, and the shared index is gone.
-func TestMemorySplitMigration(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	s := openTestStore(t, dir)
-	for _, w := range []struct{ session, text string }{
-		{"a", "alpha first"}, {"b", "alpha beta"}, {"a", "alpha second"},
-	} {
-		if _, err := s.WriteMemory(ctx, w.session, w.text, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Back to version 10: the per-session tables go, the shared one is
-	// made as the step to 10 made it and filled as that host filled it.
-	for _, q := range []string{`DROP TABLE memory_fts_1`, `DROP TABLE memory_fts_2`, schemaMemory,
-		`INSERT INTO memory_fts (rowid, text, tags) SELECT id, text, tags FROM memory_entries`, `PRAGMA user_version = 10`} {
-		if _, err := s.db.Exec(q); err != nil {
-			t.Fatal(q, err)
-		}
-	}
-	s.Close()
-	s = openTestStore(t, dir)
-	for _, tc := range []struct {
-		session string
-		want    int
-	}{{"a", 2}, {"b", 1}} {
-		hits, err := s.SearchMemory(ctx, tc.session, "alpha", 0)
-		if err != nil || len(hits) != tc.want {
-			t.Fatalf("session %s: %+v %v; want %d hits", tc.session, hits, err, tc.want)
-		}
-	}
-	var n int
-	if err := s.db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'memory_fts'`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("the shared index is still there: %d %v", n, err)
-	}
-	if _, err := s.WriteMemory(ctx, "c", "alpha third session", nil); err != nil {
-		t.Fatal(err)
-	}
-	if hits, err := s.SearchMemory(ctx, "c", "alpha", 0); err != nil || len(hits) != 1 {
-		t.Fatalf("a new session after the migration: %+v %v", hits, err)
-	}
-}
-
 // TestMemoryRanksTheNewestCandidates: past MaxMemoryCandidates matches,
 // only the newest are ranked, so the best match among older ones is left
 // out of a search for a common word and found by a word of its own.
@@ -349,11 +290,11 @@ func TestMemoryRanksTheNewestCandidates(t *testing.T) {
 	}
 	// The newer entries are written in one transaction as WriteMemory
 	// writes each: thousands of durable commits would take seconds.
-	_, num, err := s.memorySession(ctx, "s")
+	db, _, num, err := s.memorySession(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx, err := s.db.Begin()
+	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,6 +121,22 @@ func TestHelperProcess(t *testing.T) {
 			fail("close: %v", err)
 		}
 		os.Exit(0)
+	case "memory":
+		// Each child writes to a session of its own and to one they
+		// share; the first write of each races the others to make
+		// memory.db and its tables.
+		for i := range 30 {
+			for _, session := range []string{"shared", "own-" + tag} {
+				if _, err := s.WriteMemory(ctx, session, fmt.Sprintf("note %d of %s", i, tag), []string{"proc"}); err != nil {
+					fail("memory %s %d: %v", session, i, err)
+				}
+			}
+			ack("%d memory", i)
+		}
+		if err := s.Close(); err != nil {
+			fail("close: %v", err)
+		}
+		os.Exit(0)
 	case "revoke":
 		// Another process takes a grant back: tag is "AGENT PERMISSION".
 		agent, perm, _ := strings.Cut(tag, " ")
@@ -324,5 +340,65 @@ func TestSimultaneousOpenOfFreshDir(t *testing.T) {
 				t.Errorf("round %d opener %d: %v", round, i, err)
 			}
 		}
+	}
+}
+
+// TestMemoryAcrossProcesses: processes on one data dir write memory at
+// once, memory.db made by whichever comes first; every acknowledged entry
+// is there once, each session's ids are 1..n, and the shared session's
+// index finds them all.
+func TestMemoryAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	const children, perChild = 3, 30
+	var wg sync.WaitGroup
+	acks := make([]int, children)
+	errs := make([]error, children)
+	for c := range children {
+		cmd := helperCmd(t, "memory", dir, strconv.Itoa(c))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "ACK ") {
+					acks[c]++
+				}
+			}
+			errs[c] = cmd.Wait()
+		}()
+	}
+	wg.Wait()
+	for c := range children {
+		if errs[c] != nil || acks[c] != perChild {
+			t.Fatalf("child %d: %d ACKs, exit %v; want %d ACKs and success", c, acks[c], errs[c], perChild)
+		}
+	}
+	s := openTestStore(t, dir)
+	ctx := context.Background()
+	if n, err := s.MemoryEntries(ctx, "shared"); err != nil || n != children*perChild {
+		t.Fatalf("shared: %d entries, %v; want %d", n, err, children*perChild)
+	}
+	hits, err := s.SearchMemory(ctx, "shared", "proc", MaxMemoryLimit)
+	if err != nil || len(hits) != MaxMemoryLimit {
+		t.Fatalf("shared search: %d hits, %v", len(hits), err)
+	}
+	for c := range children {
+		if n, err := s.MemoryEntries(ctx, "own-"+strconv.Itoa(c)); err != nil || n != perChild {
+			t.Errorf("own-%d: %d entries, %v; want %d", c, n, err, perChild)
+		}
+	}
+	var n, distinct int
+	if err := testMemoryDB(t, s).QueryRow(`SELECT count(*), count(DISTINCT text || session_id) FROM memory_entries`).Scan(&n, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 * children * perChild; n != want || distinct != want {
+		t.Fatalf("%d entries, %d distinct; want %d", n, distinct, want)
 	}
 }

@@ -46,13 +46,17 @@ var migrations = []migration{
 	{sql: schemaEphemeral},                      // 11 -> 12: the sessions of runs that named none, removed when the run ends (ephemeral.go)
 	{sql: camelSessionSettings},                 // 12 -> 13: stored session settings named as on the wire (schema_sessions.go)
 	{fill: addAnswerScopes},                     // 13 -> 14: remembered answers' scope, end, code and uses (schema_answers.go)
+	{move: moveMemory},                          // 14 -> 15: the sessions' memory moves to memory.db, out of every open's way (memory_db.go)
 }
 
 // migration is one schema step: SQL, then, for a step SQL cannot express
-// (hashing), a Go function in the same transaction.
+// (hashing, another file), a Go function in the same transaction.
 type migration struct {
 	sql  string
 	fill func(ctx context.Context, tx *sql.Tx) error
+	// move is a step that writes beside the main database as well
+	// (moveMemory); from is the version the migration began at.
+	move func(ctx context.Context, s *Store, tx *sql.Tx, from int) error
 }
 
 // denialTimeOrder makes every denial's timestamp at least its
@@ -152,6 +156,10 @@ type Options struct {
 	// synchronousNormal trades durability for speed; only the benchmark that
 	// measures the cost of synchronous=FULL sets it.
 	synchronousNormal bool
+
+	// memHooks interrupt the memory database's two-file steps; only
+	// tests set them (memory_db.go).
+	memHooks memHooks
 }
 
 // Store is the durable store of agents, grants, modules and denials. One
@@ -186,12 +194,19 @@ type Store struct {
 	cache *factCache
 	// uses holds remembered answers' uses not yet written (prefuses.go).
 	uses useQueue
+
+	// mem is the sessions' memory database, memory.db, opened by the
+	// first memory operation that needs it (memory_db.go).
+	mem      memoryDB
+	memHooks memHooks
 }
 
 // Open opens (creating if needed) the store in dir: dir/nmhost.db and
-// dir/modules/. dir is created 0700 when missing. Open is on the host's
-// cold-start path, so it does two queries when the schema is current
-// (its version, and the ephemeral sessions a killed host left).
+// dir/modules/; dir/memory.db, the sessions' memory, is opened by the
+// first memory operation that needs it (memory_db.go). dir is created
+// 0700 when missing. Open is on the host's cold-start path, so it does
+// two queries when the schema is current (its version, and the
+// ephemeral sessions a killed host left).
 func Open(dir string, opts Options) (*Store, error) {
 	if dir == "" {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: empty data directory")
@@ -216,14 +231,6 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot create the data directory " + abs, Err: err}
 	}
 	dbPath := filepath.Join(abs, DBFileName)
-	// SQLite creates files 0644 under the usual umask and gives the -wal and
-	// -shm files the database file's mode. Creating the file first makes all
-	// three private to the user: grants are nobody else's business.
-	if f, err := os.OpenFile(dbPath, os.O_RDONLY|os.O_CREATE, 0o600); err != nil {
-		return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot create " + dbPath, Err: err}
-	} else {
-		f.Close()
-	}
 
 	// FULL: a commit is fsynced before it is acknowledged. NORMAL: a
 	// commit has reached the operating system when it is acknowledged,
@@ -247,16 +254,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.SyncWindow < 0 || opts.SyncWindow > MaxSyncWindow {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: a sync window of %v is outside 0 to %v", opts.SyncWindow, MaxSyncWindow)
 	}
-	q := url.Values{}
-	q.Set("_txlock", "immediate") // writers take the lock at BEGIN: no deadlock on upgrade
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
-	q.Add("_pragma", "synchronous("+syncMode+")")
-	q.Add("_pragma", "foreign_keys(1)")
-	dsn := "file:" + (&url.URL{Path: dbPath}).EscapedPath() + "?" + q.Encode()
-
-	db, err := sql.Open("sqlite", dsn)
+	db, err := openSQLite(dbPath, opts.BusyTimeout, syncMode)
 	if err != nil {
-		return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot open " + dbPath, Err: err}
+		return nil, err
 	}
 	// WAL lets readers run beside the one writer; a handful of connections
 	// covers the host's concurrent requests, and keeping them idle avoids
@@ -276,8 +276,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		wsLim:  opts.WorkspaceLimits,
 
 		busyTimeout: opts.BusyTimeout,
+		memHooks:    opts.memHooks,
 	}
-	if err := s.migrate(context.Background()); err != nil {
+	if err := s.migrate(context.Background(), db, migrations, s.write); err != nil {
+		s.closeMemory() // moveMemory's
 		db.Close()
 		return nil, fmt.Errorf("store[%s]: %w", dbPath, err)
 	}
@@ -299,43 +301,77 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// migrate brings the schema to schemaVersion. The fast path is one read.
-func (s *Store) migrate(ctx context.Context) error {
+// openSQLite opens the SQLite file at path the way every database of the
+// store is opened: created private, writers taking the lock at BEGIN,
+// the busy timeout, synchronous as given. It runs no statement: the
+// first one on each connection parses the schema.
+func openSQLite(path string, busy time.Duration, syncMode string) (*sql.DB, error) {
+	// SQLite creates files 0644 under the usual umask and gives the -wal and
+	// -shm files the database file's mode. Creating the file first makes all
+	// three private to the user: grants are nobody else's business.
+	if f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600); err != nil {
+		return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot create " + path, Err: err}
+	} else {
+		f.Close()
+	}
+	q := url.Values{}
+	q.Set("_txlock", "immediate") // writers take the lock at BEGIN: no deadlock on upgrade
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "synchronous("+syncMode+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot open " + path, Err: err}
+	}
+	return db, nil
+}
+
+// migrate brings db's schema to len(steps), its PRAGMA user_version,
+// each step in turn, in one transaction of write. The fast path is one
+// read. The main database and memory.db each have their own steps.
+func (s *Store) migrate(ctx context.Context, db *sql.DB, steps []migration, write func(context.Context, func(*sql.Tx) error) error) error {
+	want := len(steps)
 	var v int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return storeErr("read schema version", err)
 	}
-	if v == schemaVersion {
+	if v == want {
 		return nil
 	}
-	if v > schemaVersion {
-		return mediator.Errorf(mediator.CodeInternal, "the database has schema version %d; this host knows up to %d (downgrade?)", v, schemaVersion)
+	if v > want {
+		return mediator.Errorf(mediator.CodeInternal, "the database has schema version %d; this host knows up to %d (downgrade?)", v, want)
 	}
 	// WAL is a property of the file, so setting it once at creation is
 	// enough; it cannot be set inside a transaction, hence before it.
-	mode, err := s.setWAL(ctx)
+	mode, err := setWAL(ctx, db, s.busyTimeout)
 	if err != nil {
 		return storeErr("set WAL mode", err)
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return mediator.Errorf(mediator.CodeInternal, "the database refused WAL mode (journal_mode is %q)", mode)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return write(ctx, func(tx *sql.Tx) error {
 		// Another process may have migrated while we waited for the lock.
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			return err
 		}
-		for ; v < schemaVersion; v++ {
-			m := migrations[v]
+		from := v
+		for ; v < want; v++ {
+			m := steps[v]
 			if m.sql != "" {
 				if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 					return fmt.Errorf("migration %d->%d: %w", v, v+1, err)
 				}
 			}
-			if m.fill == nil {
-				continue
+			var err error
+			switch {
+			case m.fill != nil:
+				err = m.fill(ctx, tx)
+			case m.move != nil:
+				err = m.move(ctx, s, tx, from)
 			}
-			if err := m.fill(ctx, tx); err != nil {
+			if err != nil {
 				var e *mediator.Error
 				if errors.As(err, &e) {
 					return err
@@ -343,8 +379,8 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("migration %d->%d: %w", v, v+1, err)
 			}
 		}
-		// PRAGMA takes no parameters; v is an int we control.
-		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
+		// PRAGMA takes no parameters; want is an int we control.
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", want))
 		return err
 	})
 }
@@ -353,12 +389,12 @@ func (s *Store) migrate(ctx context.Context) error {
 // handler for a journal-mode change, so when several hosts start on a fresh
 // data directory at once (Chrome starts one per connection) the losers get
 // SQLITE_BUSY at once; they retry here for as long as the busy timeout.
-func (s *Store) setWAL(ctx context.Context) (string, error) {
-	deadline := time.Now().Add(s.busyTimeout)
+func setWAL(ctx context.Context, db *sql.DB, busy time.Duration) (string, error) {
+	deadline := time.Now().Add(busy)
 	wait := time.Millisecond
 	for {
 		var mode string
-		err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return mode, err
 		}
@@ -383,7 +419,7 @@ func isBusy(err error) bool {
 }
 
 // Close commits the appends still queued (EnqueueAudit) and closes the
-// database; every other write has already been committed.
+// databases; every other write has already been committed.
 func (s *Store) Close() error {
 	if s == nil || s.db == nil {
 		return nil
@@ -398,7 +434,7 @@ func (s *Store) Close() error {
 		s.sy.stop()
 	}
 	s.cache.close()
-	return s.db.Close()
+	return errors.Join(s.closeMemory(), s.db.Close())
 }
 
 // Dir returns the data directory the store lives in.
@@ -420,10 +456,20 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 // commitWrite is write's transaction, under the write lock.
-func (s *Store) commitWrite(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *Store) commitWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := commitTx(ctx, &s.wmu, s.db, fn); err != nil {
+		return err
+	}
+	s.wrote()
+	return nil
+}
+
+// commitTx runs fn in one transaction of db, under mu, this process's
+// write lock of that database, and commits it.
+func commitTx(ctx context.Context, mu *sync.Mutex, db *sql.DB, fn func(tx *sql.Tx) error) (err error) {
+	mu.Lock()
+	defer mu.Unlock()
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return storeErr("begin", err)
 	}
@@ -438,7 +484,6 @@ func (s *Store) commitWrite(ctx context.Context, fn func(tx *sql.Tx) error) (err
 	if err = tx.Commit(); err != nil {
 		return storeErr("commit", err)
 	}
-	s.wrote()
 	return nil
 }
 

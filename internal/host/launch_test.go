@@ -1,6 +1,9 @@
 package host
 
-import "testing"
+import (
+	"regexp"
+	"testing"
+)
 
 func TestParseLaunch(t *testing.T) {
 	const id = "abcdefghijklmnopabcdefghijklmnop"
@@ -21,6 +24,10 @@ func TestParseLaunch(t *testing.T) {
 		{"origin with uppercase id", []string{"chrome-extension://ABCDEFGHIJKLMNOPABCDEFGHIJKLMNOP/"}, true, "", "", true},
 		{"origin with path", []string{"chrome-extension://" + id + "/../x"}, true, "", "", true},
 		{"origin with letters past p", []string{"chrome-extension://" + "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz/"}, true, "", "", true},
+		{"id one letter short", []string{"chrome-extension://" + id[1:] + "/"}, true, "", "", true},
+		{"id one letter long", []string{"chrome-extension://a" + id + "/"}, true, "", "", true},
+		{"newline after the origin", []string{"chrome-extension://" + id + "/\n"}, true, "", "", true},
+		{"digit in the id", []string{"chrome-extension://0" + id[1:] + "/"}, true, "", "", true},
 		{"firefox id with spaces", []string{"m.json", "a b@c"}, true, "", "", true},
 		// Not launches: a person typing a subcommand.
 		{"subcommand", []string{"denials", "--json"}, false, "", "", true},
@@ -45,5 +52,23 @@ func TestParseLaunch(t *testing.T) {
 				t.Fatalf("caller = %+v", c)
 			}
 		})
+	}
+}
+
+// TestChromeOriginIsThePattern: the loop accepts what the documented
+// pattern accepts, over every one-byte change of a good origin.
+func TestChromeOriginIsThePattern(t *testing.T) {
+	pattern := regexp.MustCompile(`^chrome-extension://[a-p]{32}/$`)
+	good := "chrome-extension://abcdefghijklmnopabcdefghijklmnop/"
+	inputs := []string{good, "", "chrome-extension://", good + "/", good[:len(good)-1]}
+	for i := range len(good) {
+		for _, b := range []byte{'a', 'p', 'q', 'A', '0', '/', '\n', 0, 0xff} {
+			inputs = append(inputs, good[:i]+string(b)+good[i+1:], good[:i]+good[i+1:], good[:i]+string(b)+good[i:])
+		}
+	}
+	for _, s := range inputs {
+		if got, want := isChromeOrigin(s), pattern.MatchString(s); got != want {
+			t.Errorf("isChromeOrigin(%q) = %v; the pattern says %v", s, got, want)
+		}
 	}
 }

@@ -124,6 +124,8 @@ func (s *Store) wrote() {
 	}
 	if s.sy != nil {
 		s.sy.committed()
+	} else {
+		s.wroteInOpen = true // a migration or a sweep: Open hands it to the syncer
 	}
 }
 

@@ -199,6 +199,10 @@ type Store struct {
 	// first memory operation that needs it (memory_db.go).
 	mem      memoryDB
 	memHooks memHooks
+
+	// wroteInOpen is set when Open committed (a migration, a sweep)
+	// before the syncer existed: the syncer then covers that commit too.
+	wroteInOpen bool
 }
 
 // Open opens (creating if needed) the store in dir: dir/nmhost.db and
@@ -296,6 +300,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		window = time.Hour
 	}
 	s.sy = newSyncer(dbPath, window, syncMode == "FULL", s.auditSize)
+	if s.wroteInOpen {
+		s.sy.committed()
+	}
 	s.runAudit = mediator.RunAudit{Strict: syncMode == "FULL", PerCall: opts.AuditCalls == mediator.AuditCallsPerCall}
 	s.startCommitter()
 	return s, nil

@@ -97,8 +97,7 @@ func (y *syncer) loop() {
 	for {
 		select {
 		case <-y.quit:
-			y.sync()
-			y.closeWAL()
+			y.finalSync()
 			return
 		case <-y.urgent:
 		case <-y.dirty:
@@ -115,8 +114,7 @@ func (y *syncer) loop() {
 				timer.Stop()
 			case <-y.quit:
 				timer.Stop()
-				y.sync()
-				y.closeWAL()
+				y.finalSync()
 				return
 			}
 		}
@@ -127,6 +125,22 @@ func (y *syncer) loop() {
 		}
 		y.sync()
 	}
+}
+
+// finalSync is the sync at Close: it covers the commits no sync has yet
+// covered, and retries one that failed. A process that committed nothing
+// (most of the browser's: one list-agents and exit) has nothing of its own
+// in the WAL to make durable, and skips the fsync; on a file SQLite has
+// just created for it, an fsync is a journal commit, the longest step of
+// such a host's exit.
+func (y *syncer) finalSync() {
+	y.mu.Lock()
+	failed := y.err != nil
+	y.mu.Unlock()
+	if failed || y.dirtySince.Load() != 0 {
+		y.sync()
+	}
+	y.closeWAL()
 }
 
 // sync makes every record committed so far durable and publishes its size.

@@ -117,6 +117,45 @@ func TestSyncWindowHoldsUntilAsked(t *testing.T) {
 	})
 }
 
+// TestCloseSyncsOnlyWhatThisProcessCommitted: Close fsyncs when the store
+// committed something no sync has covered (here Open's own migration, made
+// before the syncer existed, then a record), and not after a session that
+// only read, as most of the browser's host processes are: their exit does
+// not wait for a journal commit.
+func TestCloseSyncsOnlyWhatThisProcessCommitted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	closeCounting := func(t *testing.T, use func(s *Store)) int64 {
+		t.Helper()
+		s, err := Open(dir, Options{holdSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		use(s)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return s.sy.syncs.Load()
+	}
+	if n := closeCounting(t, func(*Store) {}); n == 0 {
+		t.Fatal("the migration that created the schema was never fsynced")
+	}
+	if n := closeCounting(t, func(s *Store) {
+		if _, err := s.ListAgents(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("a store that only read fsynced %d times at Close", n)
+	}
+	if n := closeCounting(t, func(s *Store) {
+		if _, err := s.AppendAudit(ctx, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: mediator.Operation{AgentID: "a", Name: mediator.OpLog}}); err != nil {
+			t.Fatal(err)
+		}
+	}); n == 0 {
+		t.Fatal("a record committed within an hour-long window was not fsynced at Close")
+	}
+}
+
 // strictFixture is cachedFixture with an hour-long sync window and a
 // second agent whose profile asks for the strict durability.
 func strictFixture(t *testing.T) (*Store, *mediator.Policy) {

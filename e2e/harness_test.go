@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -402,117 +401,6 @@ func installAgent(t testing.TB, extPage context.Context, profile map[string]any,
 	}
 	if r := hostCall(t, extPage, "install-agent", params); !r.Success {
 		t.Fatalf("install-agent %v: %s %s", profile["agentId"], r.Code, r.Error)
-	}
-}
-
-// answered holds the prompt windows already answered: a window closes a
-// moment after its answer, and must not be answered twice.
-var answered = map[target.ID]bool{}
-
-// answerPrompt waits for a new prompt window of the extension, takes a
-// screenshot of it, and clicks answer.
-func answerPrompt(t testing.TB, answer string) {
-	t.Helper()
-	clickPrompt(t, nextPrompt(t), answer)
-}
-
-// nextPrompt waits for a prompt window not handled yet and marks it handled.
-func nextPrompt(t testing.TB) *target.Info {
-	t.Helper()
-	deadline := time.Now().Add(guard)
-	for time.Now().Before(deadline) {
-		targets, _ := chromedp.Targets(browser)
-		for _, tg := range targets {
-			if isPrompt(tg) && !answered[tg.TargetID] {
-				answered[tg.TargetID] = true
-				return tg
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatal("no prompt window appeared")
-	return nil
-}
-
-// screenshotCopy is the prompt id of screenshotPrompt's copies.
-const screenshotCopy = "screenshot-copy"
-
-// isPrompt tells a prompt window of the extension from other targets,
-// including screenshotPrompt's and promptCopy's copies.
-func isPrompt(tg *target.Info) bool {
-	return tg.Type == "page" && strings.HasPrefix(tg.URL, extURL("prompt.html")) && !strings.Contains(tg.URL, "id="+screenshotCopy) &&
-		!strings.Contains(tg.URL, "copy=1") // promptCopy's tabs
-}
-
-func clickPrompt(t testing.TB, tg *target.Info, answer string) {
-	t.Helper()
-	// The extension closes the window itself once answered.
-	ctx, cancel := chromedp.NewContext(browser, chromedp.WithTargetID(tg.TargetID), chromedp.WithDetachOnCancel())
-	defer cancel()
-	// One evaluation waits and clicks: in headless Chromium a second
-	// evaluation in a chrome.windows.create popup went unanswered in our
-	// runs, and so did a screenshot of it (see screenshotPrompt).
-	// The click is deferred a little: it closes the window, and a close
-	// that beats the evaluation's reply fails it with "target detached"
-	// although the answer was given (seen under load).
-	// The buttons are inert for a moment after the window shows (and
-	// again when it regains focus): the condition waits that out, and the
-	// click is repeated until one lands on a live button.
-	// The window may still hold the about:blank it starts with: the
-	// condition holds off there, and an evaluation that its navigation to
-	// prompt.html cut short is made again in the new document.
-	cond := fmt.Sprintf("location.href.startsWith('chrome-extension:') && document.readyState === 'complete' && %s && !document.getElementById(%q).disabled && (setInterval(() => { const b = document.getElementById(%q); if (!b.disabled) b.click() }, 50), true)", promptShown, answer, answer)
-	for attempt := 0; ; attempt++ {
-		c, cancelEval := context.WithTimeout(ctx, 45*time.Second)
-		_, err := evalErr[bool](c, fmt.Sprintf(`new Promise(r => { const w = () => (%s) ? r(true) : setTimeout(w, 50); w() })`, cond))
-		cancelEval()
-		if err == nil {
-			break
-		}
-		if attempt < 5 && strings.Contains(err.Error(), "context was destroyed") {
-			continue
-		}
-		t.Fatalf("answering the prompt %s: %v", answer, err)
-	}
-	screenshotPrompt(t, tg.URL)
-}
-
-// promptShown is true once the prompt page has filled in its question:
-// one operation's agent, or a workflow layer's tasks.
-const promptShown = "(document.getElementById('agent')?.textContent || document.querySelector('#tasks tbody tr'))"
-
-// screenshotPrompt saves what the prompt window showed. Headless Chromium
-// does not composite a chrome.windows.create popup, so capturing the window
-// itself hangs; the same URL in a tab renders the same page (with a prompt
-// id nothing waits on, so its buttons do nothing).
-func screenshotPrompt(t testing.TB, promptURL string) {
-	t.Helper()
-	u, err := url.Parse(promptURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.RawQuery = "id=" + screenshotCopy
-	copyTab := page(t, u.String())
-	waitFor(t, copyTab, promptShown)
-	name := "prompt"
-	if strings.Contains(u.Fragment, `"tasks"`) {
-		name = "workflow-layer-prompt"
-	}
-	screenshot(t, copyTab, name)
-}
-
-// noPromptWithin fails when a prompt window shows up in d.
-func noPromptWithin(t testing.TB, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		targets, _ := chromedp.Targets(browser)
-		for _, tg := range targets {
-			if isPrompt(tg) && !answered[tg.TargetID] {
-				t.Fatal("a prompt appeared where a remembered answer should have decided")
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

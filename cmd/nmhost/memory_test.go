@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentgate/nmhost/internal/frame"
+	"github.com/agentgate/nmhost/internal/norace"
 )
 
 // hostPeakLimit is the documented bound on the host's peak memory under
@@ -34,47 +33,17 @@ const hostPeakLimit = 256 << 20
 // its reply.
 //
 // Under the race detector the test runs again in a copy of this test
-// binary built without it (see withoutRace): the host is a plain build
+// binary built without it (norace.Moved): the host is a plain build
 // either way, and the race-built client spent 40 s of CPU decoding the
 // 32 MiB replies, which the host's peak does not depend on.
 func TestHostPeakMemoryUnderHostileInput(t *testing.T) {
-	if raceEnabled && os.Getenv(noRaceChild) == "" {
-		withoutRace(t)
+	if norace.Moved(t, nmhostBin) {
 		return
 	}
 	peak := hostileMix(t)
 	t.Logf("host peak RSS %d MiB under 4 x 32 MiB fetches, 20 small ones and 40 header bombs", peak>>20)
 	if peak > hostPeakLimit {
 		t.Fatalf("host peak RSS %d MiB; the documented bound is %d MiB", peak>>20, hostPeakLimit>>20)
-	}
-}
-
-// noRaceChild, set in the environment, tells the copy of the test binary
-// that withoutRace runs that it is that copy (and names the nmhost to
-// drive, so the copy does not build it again).
-const noRaceChild = "NMHOST_TEST_NORACE_BIN"
-
-// withoutRace runs the test t in a copy of this package's test binary
-// built without the race detector, and fails t if it fails there or did
-// not run. For a test whose cost is the race detector on a CPU-heavy loop
-// of no concurrency interest: the code it checks still runs under the
-// detector in the other tests (RATIONALE.md, "Why does the peak-memory
-// test run without the race detector?").
-func withoutRace(t *testing.T) {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "nmhost-norace.test")
-	if out, err := exec.Command("go", "test", "-c", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go test -c: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), noRaceChild+"="+nmhostBin)
-	out, err := cmd.CombinedOutput()
-	t.Logf("without the race detector:\n%s", out)
-	if err != nil {
-		t.Fatalf("the test failed without the race detector: %v", err)
-	}
-	if !bytes.Contains(out, []byte("--- PASS: "+t.Name()+" ")) {
-		t.Fatal("the test did not run without the race detector")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/agentgate/nmhost/internal/norace"
 	"github.com/agentgate/nmhost/internal/testwasm"
 )
 
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 type withBinary struct{ m *testing.M }
 
 func (w withBinary) Run() int {
-	if bin := os.Getenv(noRaceChild); bin != "" { // withoutRace's copy
+	if bin, copied := norace.Copy(); copied { // norace.Moved's copy of a test
 		nmhostBin = bin
 		return w.m.Run()
 	}

@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentgate/nmhost/internal/norace"
 )
 
 // jsonPayload returns a JSON reply of exactly n bytes (n >= 32).
@@ -32,13 +31,12 @@ func jsonPayload(n int) []byte {
 
 // TestSplitJoinRoundTrip: replies of every size and kind of id survive
 // Split and Join, in order and shuffled. Under the race detector it runs
-// in a copy of this test binary built without it (withoutRace): Split
+// in a copy of this test binary built without it (norace.Moved): Split
 // and Join are pure functions with nothing concurrent to check, and the
 // detector made their JSON and base64 work over 20 MiB cost 14 s of CPU.
 // TestWriterConcurrent and the fuzz seeds still run under it.
 func TestSplitJoinRoundTrip(t *testing.T) {
-	if raceEnabled && os.Getenv(noRaceChild) == "" {
-		withoutRace(t)
+	if norace.Moved(t, "1") {
 		return
 	}
 	tests := []struct {
@@ -120,32 +118,6 @@ func TestSplitJoinRoundTrip(t *testing.T) {
 				t.Fatalf("shuffled join: err=%v equal=%v", err, bytes.Equal(got, payload))
 			}
 		})
-	}
-}
-
-// noRaceChild, set in the environment, tells the copy of the test binary
-// that withoutRace runs that it is that copy.
-const noRaceChild = "NMHOST_TEST_NORACE"
-
-// withoutRace runs the test t in a copy of this package's test binary
-// built without the race detector, and fails t if it fails there or did
-// not run (cmd/nmhost's peak-memory test does the same; RATIONALE.md,
-// "Why does the peak-memory test run without the race detector?").
-func withoutRace(t *testing.T) {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "frame-norace.test")
-	if out, err := exec.Command("go", "test", "-c", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go test -c: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), noRaceChild+"=1")
-	out, err := cmd.CombinedOutput()
-	t.Logf("without the race detector:\n%s", out)
-	if err != nil {
-		t.Fatalf("the test failed without the race detector: %v", err)
-	}
-	if !bytes.Contains(out, []byte("--- PASS: "+t.Name()+" ")) {
-		t.Fatal("the test did not run without the race detector")
 	}
 }
 

@@ -221,16 +221,15 @@ func TestDurabilityAcrossKill(t *testing.T) {
 	}
 }
 
-func TestConcurrentProcesses(t *testing.T) {
-	// A fresh directory: the children also race to create the schema.
-	dir := t.TempDir() + "/fresh"
-	const children, perChild = 4, 200
+// runHelpers runs children helper processes of mode on dir at once, each
+// tagged with its number, and returns how many ACK lines each printed and
+// how each exited.
+func runHelpers(t *testing.T, mode, dir string, children int) (acks []int, errs []error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	acks := make([]int, children)
-	errs := make([]error, children)
-	start := time.Now()
+	acks, errs = make([]int, children), make([]error, children)
 	for c := range children {
-		cmd := helperCmd(t, "concurrency", dir, strconv.Itoa(c))
+		cmd := helperCmd(t, mode, dir, strconv.Itoa(c))
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -251,6 +250,15 @@ func TestConcurrentProcesses(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	return acks, errs
+}
+
+func TestConcurrentProcesses(t *testing.T) {
+	// A fresh directory: the children also race to create the schema.
+	dir := t.TempDir() + "/fresh"
+	const children, perChild = 4, 200
+	start := time.Now()
+	acks, errs := runHelpers(t, "concurrency", dir, children)
 	t.Logf("%d processes x %d (denial + grant/revoke + check) in %v", children, perChild, time.Since(start))
 	for c := range children {
 		if errs[c] != nil || acks[c] != perChild {
@@ -350,31 +358,7 @@ func TestSimultaneousOpenOfFreshDir(t *testing.T) {
 func TestMemoryAcrossProcesses(t *testing.T) {
 	dir := t.TempDir()
 	const children, perChild = 3, 30
-	var wg sync.WaitGroup
-	acks := make([]int, children)
-	errs := make([]error, children)
-	for c := range children {
-		cmd := helperCmd(t, "memory", dir, strconv.Itoa(c))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "ACK ") {
-					acks[c]++
-				}
-			}
-			errs[c] = cmd.Wait()
-		}()
-	}
-	wg.Wait()
+	acks, errs := runHelpers(t, "memory", dir, children)
 	for c := range children {
 		if errs[c] != nil || acks[c] != perChild {
 			t.Fatalf("child %d: %d ACKs, exit %v; want %d ACKs and success", c, acks[c], errs[c], perChild)

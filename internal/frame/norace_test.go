@@ -1,5 +1,0 @@
-//go:build !race
-
-package frame
-
-const raceEnabled = false

@@ -1,0 +1,6 @@
+//go:build race
+
+package norace
+
+// Enabled reports whether this binary was built with the race detector.
+const Enabled = true

@@ -123,6 +123,26 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// queryColumn returns the one column query selects, every row of it. The
+// rows are read to the end and closed before it returns, so the caller can
+// write in the same transaction next.
+func queryColumn[T any](ctx context.Context, q queryer, query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func unknownAgent(id string) error {
 	return mediator.Errorf(mediator.CodeUnknownAgent, "no agent %q is installed", mediator.Truncate(id, 64))
 }

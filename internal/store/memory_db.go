@@ -263,22 +263,9 @@ func copyRows(ctx context.Context, from, to *sql.Tx, query, insert string, n int
 // sessions' tables and the shared one of version 10. They are found in
 // the schema, not through memory_sessions, so none is left behind.
 func dropMemoryIndexes(ctx context.Context, tx *sql.Tx) error {
-	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'
+	names, err := queryColumn[string](ctx, tx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%'
 		AND (name = 'memory_fts' OR name GLOB 'memory_fts_[0-9]*')`)
 	if err != nil {
-		return err
-	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return err
-		}
-		names = append(names, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	for _, n := range names {

@@ -57,21 +57,8 @@ func splitMemoryIndex(ctx context.Context, tx *sql.Tx) error {
 // fills it with the session's entries, in id order, as WriteMemory
 // would have added them.
 func indexMemorySessions(ctx context.Context, tx *sql.Tx) error {
-	rows, err := tx.QueryContext(ctx, `SELECT num FROM memory_sessions ORDER BY num`)
+	nums, err := queryColumn[int64](ctx, tx, `SELECT num FROM memory_sessions ORDER BY num`)
 	if err != nil {
-		return err
-	}
-	var nums []int64
-	for rows.Next() {
-		var n int64
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return err
-		}
-		nums = append(nums, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	for _, n := range nums {

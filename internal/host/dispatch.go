@@ -122,16 +122,6 @@ func (d *dispatcher) dispatch(ctx context.Context, msg []byte) error {
 				return nil
 			}
 			long = longTypes[j.req.Type]
-			if j.req.Type == "hello" {
-				// Answered from memory, always: it neither reads the
-				// store nor waits for anything, so the reading loop
-				// answers it without a place, whatever else is in
-				// flight (the extension sends one first on every
-				// connection, and while others run to check the
-				// host's version).
-				d.s.handle(ctx, j.req, j.err)
-				return nil
-			}
 			if quickTypes[j.req.Type] && len(d.places) == 0 {
 				// Nothing else is in flight: answered here, without
 				// waking a worker (see quickTypes). The place is free,

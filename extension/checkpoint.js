@@ -43,8 +43,12 @@ function validKept(k) {
 //     {success: false, code, error}); it never rejects.
 // The caller runs checks one at a time: two at once would read the same
 // kept checkpoint, and the slower could keep an older head.
-export async function checkOnce(store, ask) {
+export async function checkOnce(store, ask, again = 1) {
   const { kept: raw, chain } = await store.load();
+  // What is kept may change while the host is asked (a removal, a spoilt
+  // value): that state is checked afresh, once, and a break made meanwhile
+  // is reported, never written over with the host's new checkpoint.
+  const changed = async () => JSON.stringify((await store.load()).kept) !== JSON.stringify(raw);
   const kept = validKept(raw);
   if (raw !== undefined && raw !== null && !kept) {
     return { state: 'broken', code: 'checkpoint_malformed', error: 'the kept audit checkpoint is malformed', seenAt: chain?.started };
@@ -57,6 +61,7 @@ export async function checkOnce(store, ask) {
     if (!r.success) return { state: 'unknown', code: r.code, error: r.error };
     const { checkpoint, size, time } = r.data || {};
     if (sizeOf(checkpoint) !== size) return { state: 'unknown', code: 'bad_request', error: 'the host sent a checkpoint that does not say its size' };
+    if (await changed()) return again > 0 ? checkOnce(store, ask, again - 1) : { state: 'unknown', code: 'internal_error', error: 'the kept audit checkpoint kept changing while it was checked' };
     await store.save({ kept: { checkpoint, size, time, since: time }, chain: { started: time } });
     return { state: 'consistent', since: time, size };
   }
@@ -72,6 +77,7 @@ export async function checkOnce(store, ask) {
   if (d.consistent !== true || d.oldSize !== kept.size || !(d.size >= kept.size) || sizeOf(d.checkpoint) !== d.size) {
     return { state: 'broken', code: 'audit_inconsistent', error: 'the host answered with a checkpoint smaller than the one kept', seenAt: kept.time, size: kept.size };
   }
+  if (await changed()) return again > 0 ? checkOnce(store, ask, again - 1) : { state: 'unknown', code: 'internal_error', error: 'the kept audit checkpoint kept changing while it was checked' };
   const since = kept.since || kept.time;
   await store.save({ kept: { checkpoint: d.checkpoint, size: d.size, time: d.time, since }, chain: chain || { started: since } });
   return { state: 'consistent', since, size: d.size };

@@ -94,16 +94,11 @@ func (s *Store) memory(ctx context.Context, create bool) (*sql.DB, error) {
 	// FULL: memory.db has no group syncer (sync.go watches nmhost.db's
 	// WAL), and a memory write is durable before it is acknowledged, in
 	// either durability, so each commit is fsynced as it returns.
-	db, err := openSQLite(path, s.busyTimeout, "FULL")
+	// A write and a few searches at once.
+	db, err := openSQLite(path, s.busyTimeout, "FULL", 4)
 	if err != nil {
 		return nil, err
 	}
-	// A write and a few searches at once; idle connections keep their
-	// parsed schema.
-	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(4)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
 	m.opens.Add(1)
 	write := func(ctx context.Context, fn func(*sql.Tx) error) error { return commitTx(ctx, &m.wmu, db, fn) }
 	if err := s.migrate(ctx, db, memoryMigrations, write); err != nil {

@@ -18,9 +18,11 @@ import (
 
 // openSQLite opens the SQLite file at path the way every database of the
 // store is opened: created private, writers taking the lock at BEGIN,
-// the busy timeout, synchronous as given. It runs no statement: the
-// first one on each connection parses the schema.
-func openSQLite(path string, busy time.Duration, syncMode string) (*sql.DB, error) {
+// the busy timeout, synchronous as given, at most conns connections,
+// all kept open once made (an idle connection keeps its parsed schema and
+// its pragmas). It runs no statement: the first one on each connection
+// parses the schema.
+func openSQLite(path string, busy time.Duration, syncMode string, conns int) (*sql.DB, error) {
 	// SQLite creates files 0644 under the usual umask and gives the -wal and
 	// -shm files the database file's mode. Creating the file first makes all
 	// three private to the user: grants are nobody else's business.
@@ -39,6 +41,10 @@ func openSQLite(path string, busy time.Duration, syncMode string) (*sql.DB, erro
 	if err != nil {
 		return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: "cannot open " + path, Err: err}
 	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
 	return db, nil
 }
 

@@ -256,18 +256,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.SyncWindow < 0 || opts.SyncWindow > MaxSyncWindow {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "store: a sync window of %v is outside 0 to %v", opts.SyncWindow, MaxSyncWindow)
 	}
-	db, err := openSQLite(dbPath, opts.BusyTimeout, syncMode)
+	// WAL lets readers run beside the one writer; a handful of connections
+	// covers the host's concurrent requests. Two of them are held for
+	// good: the committer's (commit.go) and the cache's (cache.go).
+	db, err := openSQLite(dbPath, opts.BusyTimeout, syncMode, 6)
 	if err != nil {
 		return nil, err
 	}
-	// WAL lets readers run beside the one writer; a handful of connections
-	// covers the host's concurrent requests, and keeping them idle avoids
-	// re-running the connection pragmas. Two of them are held for good: the
-	// committer's (commit.go) and the cache's (cache.go).
-	db.SetMaxOpenConns(6)
-	db.SetMaxIdleConns(6)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
 
 	s := &Store{
 		db:     db,

@@ -132,3 +132,36 @@ func TestViewerPageShowsTheAuditTrailBreak(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckKeepsABreakMadeWhileTheHostIsAsked: the extension's own
+// checkpoint module, in the extension's page, with the kept checkpoint
+// spoilt or removed while the host is being asked. The check reports the
+// break; it does not keep the host's newer checkpoint over it.
+func TestCheckKeepsABreakMadeWhileTheHostIsAsked(t *testing.T) {
+	ext := page(t, extURL("options.html"))
+	for _, c := range []struct{ name, spoil, code string }{
+		{"spoilt", `data.kept = { checkpoint: 'not one', size: 3 }`, "checkpoint_malformed"},
+		{"removed", `delete data.kept`, "checkpoint_missing"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := eval[string](t, ext, `(async () => {
+				const { checkOnce } = await import('./checkpoint.js');
+				const kept = { checkpoint: 'h\n3\nx', size: 3, time: 1, since: 1 };
+				const data = { kept, chain: { started: 1 } };
+				const store = {
+					load: async () => JSON.parse(JSON.stringify(data)),
+					save: async (v) => { Object.assign(data, JSON.parse(JSON.stringify(v))); },
+				};
+				const ask = async () => {
+					`+c.spoil+`;
+					return { success: true, data: { consistent: true, oldSize: 3, size: 4, checkpoint: 'h\n4\nx', time: 2 } };
+				};
+				const o = await checkOnce(store, ask);
+				return o.state + ' ' + o.code + ' ' + JSON.stringify(data.kept ?? null);
+			})()`)
+			if !strings.HasPrefix(got, "broken "+c.code+" ") || strings.Contains(got, `"size":4`) {
+				t.Fatalf("a check whose kept checkpoint was %s while the host was asked: %s; want broken %s, the host's checkpoint not kept", c.name, got, c.code)
+			}
+		})
+	}
+}

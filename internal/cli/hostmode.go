@@ -104,10 +104,10 @@ func runHost(ctx context.Context, env Env) int {
 	defer rt.Close(context.WithoutCancel(ctx))
 	// The logger names the pid on every line, this one included.
 	log.Info("host started", "origin", caller.Origin, "allowed", allowed, "version", Version)
-	in, restore := untilDone(ctx, env.Stdin)
-	defer restore()
 	wf := flows.Settings(cfg)
-	err = host.Serve(ctx, in, out, host.Options{
+	// stdin is read as it comes, blocking: Serve stops on ctx (a signal)
+	// without waiting for the read (host.intake says why).
+	err = host.Serve(ctx, env.Stdin, out, host.Options{
 		Store: st, Fetcher: fetcher, Runtime: rt, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version,
 		Workflow: &wf, Admin: admin,
 	})

@@ -147,8 +147,11 @@ type reply struct {
 
 var nullID = json.RawMessage("null")
 
-// Serve answers framed requests from r on w until r ends, then waits for
-// requests still running. It returns nil on a clean end of input.
+// Serve answers framed requests from r on w until r ends or ctx ends, then
+// waits for requests still running (cancelled, when ctx ended) to answer.
+// When ctx ends it returns without waiting for a read of r in progress:
+// the caller must not read r afterwards, and what that read brings is
+// dropped.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	if opts.Store == nil || opts.Fetcher == nil {
 		return errors.New("host: Serve needs a Store and a Fetcher")
@@ -187,31 +190,23 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 		}
 	}()
 
-	// Frames are read here and handled by a bounded pool of workers (see
-	// dispatch.go), so a long fetch does not hold up a quick grant;
-	// replies carry the request id.
-	in := frame.NewReader(r)
+	// Frames are read on their own goroutine and handled by a bounded
+	// pool of workers (see dispatch.go), so a long fetch does not hold up
+	// a quick grant; replies carry the request id.
 	d := newDispatcher(s, opts.MaxInFlight, opts.MaxInFlightBytes)
 	defer d.wait()
 	defer close(s.inputEnded) // runs before d.wait: waiting handlers give up first
-	for {
-		msg, err := in.Next()
-		switch {
-		case err == nil:
-		case errors.Is(err, frame.ErrTooLarge):
-			log.Warn("frame refused", "err", err)
-			s.send(reply{ID: nullID, Error: fmt.Sprintf("message refused: %v", err), Code: mediator.CodeTooLarge})
-			continue
-		case errors.Is(err, io.EOF):
-			return nil
-		default:
-			log.Warn("input ended", "err", err)
-			return nil
-		}
-		if err := d.dispatch(ctx, msg); err != nil {
-			return nil
-		}
+	in := &intake{r: frame.NewReader(r), s: s, dispatch: d.dispatch, done: make(chan struct{})}
+	go in.loop(ctx)
+	select {
+	case <-in.done:
+	case <-ctx.Done():
+		// A read in progress cannot be interrupted (stdin is read
+		// blocking: see intake). The host stops taking requests now; what
+		// the reading goroutine brings after this is dropped.
+		in.stop()
 	}
+	return nil
 }
 
 // handle answers one request whose envelope parseRequest read (req and

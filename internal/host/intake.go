@@ -28,7 +28,7 @@ type intake struct {
 	r        *frame.Reader
 	s        *server
 	dispatch func(context.Context, []byte) error // the dispatcher's
-	done     chan struct{}                        // closed when loop returns
+	done     chan struct{}                       // closed when loop returns
 
 	gate    sync.Mutex // held while a frame is handed over; stop takes it
 	stopped bool

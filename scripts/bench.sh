@@ -30,7 +30,7 @@ run() { # package, benchmark pattern
 run ./netproxy/ '^BenchmarkACLCheck$'
 run ./netproxy/agentfetch/ '^BenchmarkFetch2B$'
 run ./wasmhost/ '^(BenchmarkRunTiny|BenchmarkLogCall)$'
-run ./cmd/nmhost/ '^(BenchmarkRoundTrip|BenchmarkColdStart|BenchmarkFetch)$'
+run ./cmd/nmhost/ '^(BenchmarkRoundTrip|BenchmarkColdStart|BenchmarkColdStartFloor|BenchmarkFetch)$'
 run ./internal/store/ '^BenchmarkPolicy$'
 run ./internal/store/ '^BenchmarkMemorySearch$'
 run ./wasmhost/ '^BenchmarkInspect$'

@@ -26,25 +26,34 @@ import (
 // it as x-baseline. scripts/bench.sh runs them all.
 
 // echoBin builds testdata/echo, a framed-JSON echo host, once.
-var echoBin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "nmhost-echo-")
+var echoBin = sync.OnceValues(func() (string, error) { return buildTestdata("echo") })
+
+// storeOnlyBin builds testdata/storeonly, the floor of a start that opens
+// the store, once.
+var storeOnlyBin = sync.OnceValues(func() (string, error) { return buildTestdata("storeonly") })
+
+// buildTestdata builds the command in testdata/name into a directory of
+// its own and returns the binary's path.
+func buildTestdata(name string) (string, error) {
+	dir, err := os.MkdirTemp("", "nmhost-"+name+"-")
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "echo")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/echo").CombinedOutput(); err != nil {
-		return "", &buildError{err, out}
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/"+name).CombinedOutput(); err != nil {
+		return "", &buildError{name, err, out}
 	}
 	return bin, nil
-})
+}
 
 type buildError struct {
-	err error
-	out []byte
+	name string
+	err  error
+	out  []byte
 }
 
 func (e *buildError) Error() string {
-	return "go build testdata/echo: " + e.err.Error() + "\n" + string(e.out)
+	return "go build testdata/" + e.name + ": " + e.err.Error() + "\n" + string(e.out)
 }
 
 // startEcho starts the echo host as start starts nmhost.
@@ -127,36 +136,60 @@ func BenchmarkRoundTrip(b *testing.B) {
 // as an installed host's is) and answers list-agents; the baseline is the
 // echo host answering one frame.
 func BenchmarkColdStart(b *testing.B) {
-	once := func(b *testing.B, bin string, args, env []string, typ string) {
-		p, err := nmclient.Start(bin, args, env, io.Discard)
+	pair(b, echoStarts, func(b *testing.B) { listAgentsStarts(b, nmhostBin, []string{origin}) })
+}
+
+// BenchmarkColdStartFloor is BenchmarkColdStart's floor for any host that
+// opens this store: testdata/storeonly opens it, answers list-agents and
+// exits, linking nothing else of nmhost. Its ratio to the echo process is
+// what no change to nmhost's own start-up can go below while the store
+// is SQLite through modernc.
+func BenchmarkColdStartFloor(b *testing.B) {
+	pair(b, echoStarts, func(b *testing.B) {
+		bin, err := storeOnlyBin()
 		if err != nil {
 			b.Fatal(err)
 		}
-		r, err := p.Call(context.Background(), typ, nil)
-		if err != nil || !r.Success {
-			b.Fatalf("%v %+v", err, r)
-		}
-		if err := p.Wait(); err != nil {
-			b.Fatal(err)
-		}
+		listAgentsStarts(b, bin, nil)
+	})
+}
+
+// coldStart starts bin, sends it one request of type typ, and waits for
+// its answer and its exit.
+func coldStart(b *testing.B, bin string, args, env []string, typ string) {
+	p, err := nmclient.Start(bin, args, env, io.Discard)
+	if err != nil {
+		b.Fatal(err)
 	}
-	pair(b,
-		func(b *testing.B) {
-			bin, err := echoBin()
-			if err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
-				once(b, bin, nil, os.Environ(), "hello")
-			}
-		},
-		func(b *testing.B) {
-			dir := newDataDir(b)
-			once(b, nmhostBin, []string{origin}, hostEnv(dir), "list-agents")
-			for b.Loop() {
-				once(b, nmhostBin, []string{origin}, hostEnv(dir), "list-agents")
-			}
-		})
+	r, err := p.Call(context.Background(), typ, nil)
+	if err != nil || !r.Success {
+		b.Fatalf("%v %+v", err, r)
+	}
+	if err := p.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// echoStarts is the cold starts' baseline: the echo host answering one
+// frame, b.N times.
+func echoStarts(b *testing.B) {
+	bin, err := echoBin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		coldStart(b, bin, nil, os.Environ(), "hello")
+	}
+}
+
+// listAgentsStarts starts bin over one data dir b.N times, each answering
+// list-agents; the store is created by a first start outside the timing.
+func listAgentsStarts(b *testing.B, bin string, args []string) {
+	dir := newDataDir(b)
+	coldStart(b, bin, args, hostEnv(dir), "list-agents")
+	for b.Loop() {
+		coldStart(b, bin, args, hostEnv(dir), "list-agents")
+	}
 }
 
 // BenchmarkFetch is an agent's fetch of a loopback resource through the

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +23,45 @@ func fixedClock() func() time.Time {
 	t0 := time.UnixMilli(1_700_000_000_000)
 	var n atomic.Int64
 	return func() time.Time { return t0.Add(time.Duration(n.Add(1)) * time.Millisecond) }
+}
+
+// freshDB is nmhost.db as Open makes it in an empty directory, made once
+// per test binary: what internal/storetest gives the other packages'
+// tests (this package's tests cannot import it). Open in an empty
+// directory runs every migration, 0.2 to 0.3 s of CPU under the race
+// detector; the copy opens as a later process opens the file. The
+// migrations write no time and nothing random, so the copy holds the same
+// bytes a fresh open writes. Tests of a fresh open itself (migrations,
+// simultaneous opens, the process tests) use empty directories.
+var freshDB = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "nmhost-store-test-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	s, err := Open(dir, Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Close(); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(filepath.Join(dir, DBFileName))
+})
+
+// freshDir returns a new directory (t.TempDir()) holding a copy of
+// freshDB.
+func freshDir(t testing.TB) string {
+	t.Helper()
+	db, err := freshDB()
+	if err != nil {
+		t.Fatalf("making the fresh database: %v", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, DBFileName), db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func openTestStore(t testing.TB, dir string) *Store {
@@ -124,7 +164,7 @@ func TestZeroDecisionDenies(t *testing.T) {
 
 func TestCheckMatrix(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	if _, err := s.InstallAgent(ctx, testProfile("agent-1", []mediator.Permission{mediator.PermConsoleLog}, []mediator.Permission{mediator.PermNetworkFetch, mediator.PermPageRead}), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +220,7 @@ func TestCheckMatrix(t *testing.T) {
 	}
 
 	t.Run("store error denies", func(t *testing.T) {
-		s2 := openTestStore(t, t.TempDir())
+		s2 := openTestStore(t, freshDir(t))
 		if _, err := s2.InstallAgent(ctx, testProfile("a", []mediator.Permission{mediator.PermConsoleLog}, nil), ""); err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +250,7 @@ func permsOf(gs []mediator.Grant) map[mediator.Permission]string {
 
 func TestInstallAgentReinstallRule(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	p1 := testProfile("agent", []mediator.Permission{mediator.PermConsoleLog, mediator.PermPageRead, mediator.PermNotifications}, []mediator.Permission{mediator.PermNetworkFetch, mediator.PermClipboardRead})
 	rec, err := s.InstallAgent(ctx, p1, "")
 	if err != nil {
@@ -293,7 +333,7 @@ func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
 
 func TestInstallAgentErrors(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	sha := strings.Repeat("ab", 32)
 	other := strings.Repeat("cd", 32)
 	pinned := testProfile("pinned", nil, nil)
@@ -351,7 +391,7 @@ func TestInstallAgentErrors(t *testing.T) {
 
 func TestAgentsGrantsRevoke(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	for _, id := range []string{"zeta", "alpha", "mid"} {
 		if _, err := s.InstallAgent(ctx, testProfile(id, []mediator.Permission{mediator.PermConsoleLog}, []mediator.Permission{mediator.PermClipboardWrite}), ""); err != nil {
 			t.Fatal(err)
@@ -425,7 +465,7 @@ func TestAgentsGrantsRevoke(t *testing.T) {
 
 func TestUninstallRemovesGrantsKeepsDenials(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	if _, err := s.InstallAgent(ctx, testProfile("a", []mediator.Permission{mediator.PermConsoleLog, mediator.PermPageRead}, nil), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +495,7 @@ func TestUninstallRemovesGrantsKeepsDenials(t *testing.T) {
 // the audit trail.
 func TestUninstallForgetsRememberedAnswers(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	prof := testProfile("a", []mediator.Permission{mediator.PermNetworkFetch}, nil)
 	prof.Capabilities.NetworkAccess = true
 	if _, err := s.InstallAgent(ctx, prof, ""); err != nil {
@@ -502,7 +542,7 @@ func TestUninstallForgetsRememberedAnswers(t *testing.T) {
 
 func TestLogDenialBoundsAndDefaults(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	details := map[string]string{}
 	for i := range 40 {
 		details[fmt.Sprintf("k%02d", i)] = strings.Repeat("v", 5000)
@@ -591,7 +631,7 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "!") == s }
 
 func TestListDenialsPaging(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	agents := []string{"a1", "a2", "a3"}
 	perms := []string{"network.fetch", "page.read"}
 	codes := []mediator.Code{mediator.CodeHostNotAllowed, mediator.CodePermissionNotGranted, mediator.CodePrivateAddress, mediator.CodeUnknownPermission, mediator.CodeTimeout}
@@ -791,7 +831,7 @@ func TestListDenialsPaging(t *testing.T) {
 // reference computed from the stored times.
 func TestListDenialsTimeRangeExact(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	const n = 600
 	for i := range n {
 		ts := int64(10_000 + i*10)
@@ -935,7 +975,7 @@ func head(ids []int64) []int64 { return ids[:min(len(ids), 8)] }
 
 func TestStoreJSONShape(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	rec, err := s.InstallAgent(ctx, testProfile("a", []mediator.Permission{mediator.PermConsoleLog}, nil), strings.Repeat("0", 64))
 	if err != nil {
 		t.Fatal(err)

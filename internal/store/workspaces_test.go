@@ -119,7 +119,7 @@ func TestHostileSessionIDsStayInTheirWorkspace(t *testing.T) {
 // unknown_session and creates nothing.
 func TestInvalidSessionIDsAreRefused(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	for name, id := range map[string]string{
 		"empty":       "",
 		"too-long":    strings.Repeat("a", mediator.MaxSessionIDLen+1),

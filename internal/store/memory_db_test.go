@@ -78,7 +78,7 @@ func TestOpenDoesNotOpenMemory(t *testing.T) {
 // see each other's memory, and numbers stay apart.
 func TestTwoStoresShareMemory(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := freshDir(t)
 	s1, s2 := openTestStore(t, dir), openTestStore(t, dir)
 	for i, s := range []*Store{s1, s2, s1, s2} {
 		if _, err := s.WriteMemory(ctx, "shared", fmt.Sprintf("note %d from a store", i), nil); err != nil {

@@ -137,7 +137,7 @@ func TestOpenCreatesPrivateFilesAndSchema(t *testing.T) {
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
-	dir := t.TempDir()
+	dir := freshDir(t)
 	s := openTestStore(t, dir)
 	if _, err := s.db.Exec("PRAGMA user_version = 99"); err != nil {
 		t.Fatal(err)

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -30,6 +33,8 @@ func Copy() (string, bool) {
 // of the user's cache keyed by the package's directory: a finished run
 // leaves one binary per package there, which the next run's build
 // replaces by a rename, so runs at once never see a half-written file.
+// Each build first removes the copies whose package directory is gone
+// (a clone that was deleted).
 func Binary(t testing.TB) string {
 	t.Helper()
 	if !Enabled {
@@ -64,8 +69,13 @@ func build() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
+	sweep(dir)
 	sum := sha256.Sum256([]byte(wd))
 	final := filepath.Join(dir, filepath.Base(wd)+"-"+hex.EncodeToString(sum[:6])+".test")
+	// Beside the copy, the directory it was built from, for sweep.
+	if err := os.WriteFile(final+".dir", []byte(wd), 0o644); err != nil {
+		return "", err
+	}
 	tmp, err := os.CreateTemp(dir, ".build-*")
 	if err != nil {
 		return "", err
@@ -79,6 +89,22 @@ func build() (string, error) {
 		return "", err
 	}
 	return final, nil
+}
+
+// sweep removes the copies in dir whose package directory no longer
+// exists. Errors are ignored: another process may be sweeping too.
+func sweep(dir string) {
+	marks, _ := filepath.Glob(filepath.Join(dir, "*.test.dir"))
+	for _, m := range marks {
+		src, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(string(src)); errors.Is(err, fs.ErrNotExist) {
+			os.Remove(strings.TrimSuffix(m, ".dir"))
+			os.Remove(m)
+		}
+	}
 }
 
 // Moved runs t in a copy of the package's test binary built without the

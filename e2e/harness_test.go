@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/chromedp/cdproto/extensions"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
@@ -128,6 +129,23 @@ func setup(m *testing.M) (int, error) {
 	install.Env = append(os.Environ(), "NMHOST_DATA_DIR="+dataDir)
 	if out, err := install.CombinedOutput(); err != nil {
 		return 1, fmt.Errorf("nmhost install: %v\n%s", err, out)
+	}
+	// The hosts' compilation cache (the data dir's wasm-cache) is the one
+	// the Go tests share (testwasm.CompileCache), kept between runs: these
+	// tests are about the browser, the extension and the host's answers,
+	// and compiling the Go agents afresh in every run (the bundled ones at
+	// their first-run install, and again per memory limit a test's
+	// profile sets) was CPU taken from the suite beside them. Compiling
+	// itself, a cache's absence included, is tested in wasmhost and
+	// internal/host with caches of their own.
+	if err := os.MkdirAll(testwasm.CompileCache(), 0o700); err != nil {
+		return 1, err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return 1, err
+	}
+	if err := os.Symlink(testwasm.CompileCache(), filepath.Join(dataDir, "wasm-cache")); err != nil {
+		return 1, err
 	}
 	// An administrator's rules for the extension, as Chrome's enterprise
 	// policy sets them: they reach its managed storage, which the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/storetest"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
@@ -87,7 +88,7 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := store.Open(storetest.Dir(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

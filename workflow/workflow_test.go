@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/storetest"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -92,7 +93,7 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := store.Open(storetest.Dir(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

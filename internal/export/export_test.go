@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/storetest"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -140,7 +141,7 @@ func iattr(r *logspb.LogRecord, k string) int64 {
 
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := store.Open(storetest.Dir(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/nmclient"
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/storetest"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
@@ -50,7 +51,7 @@ func newHarnessOn(t *testing.T, h *harness, rt *wasmhost.Runtime) *harness {
 // newHarnessWith is newHarness over a store opened with so.
 func newHarnessWith(t *testing.T, allowed bool, so store.Options, with ...func(*Options)) *harness {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), so)
+	st, err := store.Open(storetest.Dir(t), so)
 	if err != nil {
 		t.Fatal(err)
 	}

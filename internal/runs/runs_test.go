@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/storetest"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/wasmhost"
@@ -17,7 +18,7 @@ var emptyModule = []byte("\x00asm\x01\x00\x00\x00" + "\x01\x04\x01\x60\x00\x00" 
 
 func deps(t *testing.T) Deps {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := store.Open(storetest.Dir(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

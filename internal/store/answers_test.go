@@ -47,7 +47,7 @@ const (
 func newAnswerWorld(t *testing.T, answer mediator.Answer) *answerWorld {
 	t.Helper()
 	c := &testClock{t: time.UnixMilli(1_700_000_000_000)}
-	s, err := Open(t.TempDir(), Options{Now: c.now})
+	s, err := Open(freshDir(t), Options{Now: c.now})
 	if err != nil {
 		t.Fatal(err)
 	}

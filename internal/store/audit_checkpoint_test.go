@@ -29,7 +29,7 @@ func signWithDataDirKey(t *testing.T, s *Store, tree tlog.Tree) []byte {
 
 func TestCheckAuditCheckpointExtends(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	empty, size, _, err := s.AuditCheckpoint(ctx)
 	if err != nil || size != 0 {
 		t.Fatalf("checkpoint of the empty log: %d %v", size, err)
@@ -166,7 +166,7 @@ func TestCheckAuditCheckpointRefusesTampering(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := openTestStore(t, t.TempDir())
+			s := openTestStore(t, freshDir(t))
 			appendN(t, s, 5)
 			cp, _, _, err := s.AuditCheckpoint(ctx)
 			if err != nil {
@@ -194,7 +194,7 @@ func TestCheckAuditCheckpointRefusesTampering(t *testing.T) {
 // and the thorough check (VerifyAudit, `nmhost audit verify`) catches it.
 func TestCheckAuditCheckpointReadsTheEndsOnly(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	appendN(t, s, 5)
 	cp, _, _, err := s.AuditCheckpoint(ctx)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // body is byte for byte its leaf in the log's tree, with the fields read
 // from it, within the bounds asked; denials come oldest first from id 0.
 func TestListAuditBodiesAreTheHashedText(t *testing.T) {
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	ctx := context.Background()
 	for _, agent := range []string{"a", "b", "c", "d"} {
 		if _, err := s.AppendAudit(ctx, mediator.AuditEntry{Kind: mediator.AuditDecision, Allowed: true, Operation: mediator.Operation{AgentID: agent, Name: "log"}}); err != nil {

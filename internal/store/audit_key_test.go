@@ -25,7 +25,7 @@ func writeFile0600(s *Store, text string) error {
 func removeKey(s *Store) error { return os.Remove(filepath.Join(s.Dir(), AuditKeyFile)) }
 
 func TestAuditKeyCreatedOnFirstUseOwnerOnly(t *testing.T) {
-	dir := t.TempDir()
+	dir := freshDir(t)
 	s := openTestStore(t, dir)
 	path := filepath.Join(dir, AuditKeyFile)
 	if _, err := os.Lstat(path); !os.IsNotExist(err) {

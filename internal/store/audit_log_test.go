@@ -40,7 +40,7 @@ func TestStoredOwnerMatchesTlog(t *testing.T) {
 // inclusion proof checks, and every earlier size is proved a prefix.
 func TestAuditCheckpointsAndProofs(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	vkey, err := s.AuditVerifierKey()
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestAuditCheckpointsAndProofs(t *testing.T) {
 // record, position and signed head it was made for.
 func TestCheckAuditProofRefusesForgeries(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	appendN(t, s, 6)
 	vkey, err := s.AuditVerifierKey()
 	if err != nil {
@@ -114,7 +114,7 @@ func TestCheckAuditProofRefusesForgeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := openTestStore(t, t.TempDir())
+	other := openTestStore(t, freshDir(t))
 	otherKey, err := other.AuditVerifierKey()
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestCheckAuditProofRefusesForgeries(t *testing.T) {
 // record is not appended either, so the chain and the tree never part.
 func TestAuditAppendIsAtomicWithItsLeaf(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	appendN(t, s, 3)
 	// A stray row makes the tree one leaf ahead of the records.
 	if _, err := s.db.Exec(`INSERT INTO audit_tree (seq, hashes) VALUES (4, zeroblob(32))`); err != nil {
@@ -185,7 +185,7 @@ func TestAuditAppendIsAtomicWithItsLeaf(t *testing.T) {
 // names the move.
 func TestListAuditShowsTheHashedTime(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	appendN(t, s, 2)
 	before, err := s.ListAudit(ctx, 0, 10, false)
 	if err != nil {

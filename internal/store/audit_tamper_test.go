@@ -189,7 +189,7 @@ func TestVerifyAuditAgainstCheckpointCatchesTampering(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := openTestStore(t, t.TempDir())
+			s := openTestStore(t, freshDir(t))
 			appendN(t, s, 5)
 			cp, size, _, err := s.AuditCheckpoint(ctx)
 			if err != nil || size != 5 {

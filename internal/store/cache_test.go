@@ -20,7 +20,7 @@ func cachedFixture(t *testing.T) (*Store, *mediator.Policy, string) {
 // WAL-index header (mapped) or from PRAGMA data_version alone.
 func cachedFixtureMode(t *testing.T, mapped bool) (*Store, *mediator.Policy, string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := freshDir(t)
 	s := openTestStore(t, dir)
 	s.cache.noMap = !mapped
 	p := testProfile("c", []mediator.Permission{mediator.PermNetworkFetch, mediator.PermPageRead, mediator.PermConsoleLog}, nil)

@@ -33,7 +33,7 @@ func holdCommitter(t *testing.T, s *Store) (release func()) {
 // certain, not a matter of timing.
 func TestGroupCommit(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	const n = 64
 	release := holdCommitter(t, s)
 	before := s.commits()
@@ -77,7 +77,7 @@ func TestGroupCommit(t *testing.T) {
 // (its reference failed) takes no other record with it.
 func TestGroupCommitIsolatesAFailure(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	bad := &auditTicket{req: &commitReq{err: mediator.Errorf(mediator.CodeInternal, "lost"), done: make(chan struct{})}}
 	close(bad.req.done)
 	release := holdCommitter(t, s)

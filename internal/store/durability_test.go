@@ -96,7 +96,7 @@ func TestDurabilityClasses(t *testing.T) {
 func TestDenialsNameTheirAuditRecord(t *testing.T) {
 	ctx := context.Background()
 	t.Run("decided outside the policy", func(t *testing.T) {
-		s := openTestStore(t, t.TempDir())
+		s := openTestStore(t, freshDir(t))
 		// Hostile: the extension's record claims a host rule and an id.
 		d, err := s.LogDenial(ctx, mediator.Denial{ID: 99, AgentID: "x", Permission: "network.fetch", Code: mediator.CodeHostNotAllowed,
 			Context: mediator.DenialContext{Layer: "extension", Reason: "not listed", Details: map[string]string{"decidedBy": "grant:network.fetch"}}})

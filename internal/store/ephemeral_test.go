@@ -64,7 +64,7 @@ func useRun(t *testing.T, s *Store, in Run) {
 // that names one leaves it as it was.
 func TestRunWithoutSessionLeavesNothing(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	if _, err := s.UpdateSessionSettings(ctx, "named", []byte(`{"permissionLevel":"low"}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // after B's writes, and after B's memory is gone.
 func TestMemoryRankingIgnoresOtherSessions(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	write := func(session, text string) {
 		t.Helper()
 		if _, err := s.WriteMemory(ctx, session, text, nil); err != nil {

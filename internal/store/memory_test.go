@@ -11,7 +11,7 @@ import (
 
 func TestMemoryWriteBounds(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	for _, tc := range []struct {
 		name    string
 		session string
@@ -80,7 +80,7 @@ func countMemory(t *testing.T, s *Store) int {
 // quota_exceeded and writes nothing; other sessions are not affected.
 func TestMemoryQuota(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	if _, err := s.WriteMemory(ctx, "full", "first", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestMemoryQuota(t *testing.T) {
 // limit respected.
 func TestMemorySearchRanksAndSnippets(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	write := func(text string, tags ...string) int64 {
 		t.Helper()
 		id, err := s.WriteMemory(ctx, "s", text, tags)
@@ -169,7 +169,7 @@ func TestMemorySearchRanksAndSnippets(t *testing.T) {
 // other session.
 func TestMemorySessionsApart(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	for _, w := range []struct{ session, text string }{
 		{"a-b", "alpha secret"}, {"a.b", "alpha public"}, {"a", "alpha other"},
 		{"../a.b", "alpha climbing"}, {"A.B", "alpha upper"},
@@ -214,7 +214,7 @@ func TestMemorySessionsApart(t *testing.T) {
 // none finds more than the plain words would.
 func TestMemoryHostileQueries(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	for _, text := range []string{"apple pie recipe", "applesauce jar", "banana bread", `quote "marks" inside`} {
 		if _, err := s.WriteMemory(ctx, "s", text, nil); err != nil {
 			t.Fatal(err)
@@ -283,7 +283,7 @@ func TestMemoryHostileQueries(t *testing.T) {
 // out of a search for a common word and found by a word of its own.
 func TestMemoryRanksTheNewestCandidates(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	oldest, err := s.WriteMemory(ctx, "s", "common common common common rare", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // permission_outside_set, naming the set that decided.
 func TestPermissionSetBoundsGrants(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	install := func(set mediator.PermissionSet) {
 		t.Helper()
 		p := mediator.Profile{AgentID: "bounded", PermissionSet: set,

@@ -46,7 +46,7 @@ func (p *scriptedPrompter) count() int {
 // network.fetch granted but networkAccess off.
 func policyStore(t *testing.T) *Store {
 	t.Helper()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	ctx := context.Background()
 	install := func(id string, perms []mediator.Permission, c mediator.Capabilities) {
 		p := mediator.Profile{AgentID: id, Permissions: mediator.Permissions{Required: perms}, Capabilities: c}
@@ -289,7 +289,7 @@ func TestAuthorizeRecordsDecisionThenOutcome(t *testing.T) {
 func TestVerifyAuditFindsTampering(t *testing.T) {
 	ctx := context.Background()
 	build := func(t *testing.T) *Store {
-		s := openTestStore(t, t.TempDir())
+		s := openTestStore(t, freshDir(t))
 		for i := range 5 {
 			if _, err := s.AppendAudit(ctx, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: mediator.Operation{AgentID: "a", Name: mediator.OpLog}, Reason: fmt.Sprint(i)}); err != nil {
 				t.Fatal(err)

@@ -13,11 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/norace"
 	"github.com/agentgate/nmhost/mediator"
 )
 
-// The process tests re-execute the test binary as a child that runs
-// TestHelperProcess; the env var says what the child should do.
+// The process tests run the package's test binary as children that run
+// TestHelperProcess; the env var says what a child should do. Under the
+// race detector the children are a copy built without it
+// (norace.Binary): what these tests check happens between processes,
+// through SQLite's file locks, where the detector sees nothing, and it
+// made each child's SQLite work several times slower (the four children
+// of TestConcurrentProcesses used 9 s of CPU). The same store calls run
+// under the detector in this process, from many goroutines at once, in
+// the other tests (TestGroupCommit, TestSimultaneousOpenOfFreshDir).
 const (
 	helperEnvMode = "NMHOST_STORE_HELPER"
 	helperEnvDir  = "NMHOST_STORE_HELPER_DIR"
@@ -26,7 +34,7 @@ const (
 
 func helperCmd(t *testing.T, mode, dir, tag string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1", "-test.v=false")
+	cmd := exec.Command(norace.Binary(t), "-test.run=^TestHelperProcess$", "-test.count=1", "-test.v=false")
 	cmd.Env = append(os.Environ(), helperEnvMode+"="+mode, helperEnvDir+"="+dir, helperEnvTag+"="+tag)
 	cmd.Stderr = os.Stderr
 	return cmd

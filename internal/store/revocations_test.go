@@ -15,7 +15,7 @@ import (
 // is a new consent that grants it again; a grant or an uninstall ends it.
 func TestRevocationSticks(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	fetch := mediator.PermNetworkFetch
 	p := testProfile("fetcher", []mediator.Permission{fetch, mediator.PermConsoleLog}, []mediator.Permission{mediator.PermPageRead})
 	mod1, err := s.PutModule(ctx, []byte("\x00asm\x01\x00\x00\x00"))
@@ -148,7 +148,7 @@ func TestRevocationSticks(t *testing.T) {
 // fresh request.
 func TestRevocationForgottenWhenNoLongerAsked(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	with := testProfile("a", []mediator.Permission{mediator.PermConsoleLog, mediator.PermPageRead}, nil)
 	without := testProfile("a", []mediator.Permission{mediator.PermConsoleLog}, nil)
 	if _, err := s.InstallAgent(ctx, with, ""); err != nil {

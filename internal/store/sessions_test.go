@@ -13,7 +13,7 @@ import (
 
 func TestSessionSettingsLifecycle(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 
 	_, err := s.SessionSettings(ctx, "chat-001")
 	wantCode(t, err, mediator.CodeUnknownSession)
@@ -54,7 +54,7 @@ func quote(s string) string { return `"` + strings.ReplaceAll(s, `\`, `\\`) + `"
 
 func TestSessionSettingsRefusesHostilePatches(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	before, err := s.UpdateSessionSettings(ctx, "s1", []byte(`{"permissionLevel":"low"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -97,7 +97,7 @@ func TestOpenCreatesPrivateFilesAndSchema(t *testing.T) {
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
-	dir := t.TempDir()
+	dir := freshDir(t)
 	s := openTestStore(t, dir)
 	if _, err := s.db.Exec("PRAGMA user_version = 99"); err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestZeroDecisionDenies(t *testing.T) {
 
 func TestCheckMatrix(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	if _, err := s.InstallAgent(ctx, testProfile("agent-1", []mediator.Permission{mediator.PermConsoleLog}, []mediator.Permission{mediator.PermNetworkFetch, mediator.PermPageRead}), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestCheckMatrix(t *testing.T) {
 	}
 
 	t.Run("store error denies", func(t *testing.T) {
-		s2 := openTestStore(t, t.TempDir())
+		s2 := openTestStore(t, freshDir(t))
 		if _, err := s2.InstallAgent(ctx, testProfile("a", []mediator.Permission{mediator.PermConsoleLog}, nil), ""); err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func permsOf(gs []mediator.Grant) map[mediator.Permission]string {
 
 func TestInstallAgentReinstallRule(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	p1 := testProfile("agent", []mediator.Permission{mediator.PermConsoleLog, mediator.PermPageRead, mediator.PermNotifications}, []mediator.Permission{mediator.PermNetworkFetch, mediator.PermClipboardRead})
 	rec, err := s.InstallAgent(ctx, p1, "")
 	if err != nil {
@@ -293,7 +293,7 @@ func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
 
 func TestInstallAgentErrors(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	sha := strings.Repeat("ab", 32)
 	other := strings.Repeat("cd", 32)
 	pinned := testProfile("pinned", nil, nil)
@@ -351,7 +351,7 @@ func TestInstallAgentErrors(t *testing.T) {
 
 func TestAgentsGrantsRevoke(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	for _, id := range []string{"zeta", "alpha", "mid"} {
 		if _, err := s.InstallAgent(ctx, testProfile(id, []mediator.Permission{mediator.PermConsoleLog}, []mediator.Permission{mediator.PermClipboardWrite}), ""); err != nil {
 			t.Fatal(err)
@@ -425,7 +425,7 @@ func TestAgentsGrantsRevoke(t *testing.T) {
 
 func TestUninstallRemovesGrantsKeepsDenials(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	if _, err := s.InstallAgent(ctx, testProfile("a", []mediator.Permission{mediator.PermConsoleLog, mediator.PermPageRead}, nil), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +455,7 @@ func TestUninstallRemovesGrantsKeepsDenials(t *testing.T) {
 // the audit trail.
 func TestUninstallForgetsRememberedAnswers(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	prof := testProfile("a", []mediator.Permission{mediator.PermNetworkFetch}, nil)
 	prof.Capabilities.NetworkAccess = true
 	if _, err := s.InstallAgent(ctx, prof, ""); err != nil {
@@ -502,7 +502,7 @@ func TestUninstallForgetsRememberedAnswers(t *testing.T) {
 
 func TestLogDenialBoundsAndDefaults(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	details := map[string]string{}
 	for i := range 40 {
 		details[fmt.Sprintf("k%02d", i)] = strings.Repeat("v", 5000)
@@ -591,7 +591,7 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "!") == s }
 
 func TestListDenialsPaging(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	agents := []string{"a1", "a2", "a3"}
 	perms := []string{"network.fetch", "page.read"}
 	codes := []mediator.Code{mediator.CodeHostNotAllowed, mediator.CodePermissionNotGranted, mediator.CodePrivateAddress, mediator.CodeUnknownPermission, mediator.CodeTimeout}
@@ -791,7 +791,7 @@ func TestListDenialsPaging(t *testing.T) {
 // reference computed from the stored times.
 func TestListDenialsTimeRangeExact(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	const n = 600
 	for i := range n {
 		ts := int64(10_000 + i*10)
@@ -935,7 +935,7 @@ func head(ids []int64) []int64 { return ids[:min(len(ids), 8)] }
 
 func TestStoreJSONShape(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	rec, err := s.InstallAgent(ctx, testProfile("a", []mediator.Permission{mediator.PermConsoleLog}, nil), strings.Repeat("0", 64))
 	if err != nil {
 		t.Fatal(err)

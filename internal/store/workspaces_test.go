@@ -48,7 +48,7 @@ var hostileSessionIDs = map[string]string{
 // data dir's own files are untouched.
 func TestHostileSessionIDsStayInTheirWorkspace(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := freshDir(t)
 	s := openTestStore(t, dir)
 	canary := filepath.Join(dir, "canary.txt")
 	if err := os.WriteFile(canary, []byte("untouched"), 0o600); err != nil {
@@ -119,7 +119,7 @@ func TestHostileSessionIDsStayInTheirWorkspace(t *testing.T) {
 // unknown_session and creates nothing.
 func TestInvalidSessionIDsAreRefused(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, t.TempDir())
+	s := openTestStore(t, freshDir(t))
 	for name, id := range map[string]string{
 		"empty":       "",
 		"too-long":    strings.Repeat("a", mediator.MaxSessionIDLen+1),
@@ -155,7 +155,7 @@ func TestInvalidSessionIDsAreRefused(t *testing.T) {
 // or moved, and an old-looking directory of no session stays.
 func TestOldWorkspacesMove(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := freshDir(t)
 	s := openTestStore(t, dir)
 	parent := filepath.Join(dir, "session-workspaces")
 	for _, id := range []string{"chat-001", "read-me", "open-me", "linked", "stray"} {

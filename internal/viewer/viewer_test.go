@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/storetest"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -31,7 +32,7 @@ type testViewer struct {
 
 func newTestViewer(t *testing.T, tweak func(*Config)) *testViewer {
 	t.Helper()
-	dir := t.TempDir()
+	dir := storetest.Dir(t)
 	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/storetest"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
@@ -20,7 +21,7 @@ func TestAdminDeniedHostsWinOverTheProfile(t *testing.T) {
 	ctx := context.Background()
 	denied := newCanary(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secret") })
 	front := newCanary(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, denied.URL+"/x", http.StatusFound) })
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := store.Open(storetest.Dir(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/storetest"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
@@ -27,7 +28,7 @@ func TestRedirectHopsAreDecidedAgain(t *testing.T) {
 			a := newCanary(t, func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, b.URL+"/steal", status)
 			})
-			st, err := store.Open(t.TempDir(), store.Options{})
+			st, err := store.Open(storetest.Dir(t), store.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +93,7 @@ func TestRedirectToDeniedEntry(t *testing.T) {
 	ctx := context.Background()
 	b := newCanary(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "B") })
 	a := newCanary(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, b.URL+"/steal", http.StatusFound) })
-	st, err := store.Open(t.TempDir(), store.Options{})
+	st, err := store.Open(storetest.Dir(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

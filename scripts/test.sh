@@ -6,8 +6,7 @@
 # tests), then nmhost export against the OpenTelemetry Collector's
 # receiver (tools/otelcol-test, a module of its own). The end-to-end tests
 # in Chromium (-tags e2e) run in the background beside the static checks
-# and the Go suite, which itself runs beside the static checks; their
-# output and time come in their phases. Everything it needs
+# and the Go suite; their output and time come last. Everything it needs
 # is installed here, so it works on a fresh machine. It ends with one
 # verdict line.
 set -euo pipefail
@@ -29,7 +28,7 @@ phase() {
 verdict() {
   local rc=$?
   printf '   (%s: %ds)\n' "$current" $((SECONDS - phase_start))
-  stop_bg
+  stop_e2e
   if [ "$rc" -eq 0 ]; then
     printf '\ntest.sh: PASS in %ds (e2e screenshots in %s)\n' $((SECONDS - started)) "${E2E_ARTIFACTS:-${TMPDIR:-/tmp}/nmhost-e2e-artifacts}"
   else
@@ -39,57 +38,38 @@ verdict() {
 # The browser tests spend most of their time waiting on Chromium and on
 # Pyodide's loads (about 100 s of CPU, Chromium's included, in a run of
 # 185 to 336 s, 2026-11-26), so they run in the background beside the
-# static checks and the Go suite, which keep the cores busy; the Go suite
-# starts beside them too, and the static checks run at a lower priority
-# (nice), taking what the two leave of the cores. Each background job's
-# output waits in a file and is shown, with its time, in its own phase,
-# which fails the run when the job failed (RATIONALE.md, "Why do the
-# browser tests run beside the Go suite?").
-bg_dir=$(mktemp -d "${TMPDIR:-/tmp}/nmhost-test-bg-XXXXXX")
-# start_bg NAME COMMAND...: runs COMMAND in the background, in a session
-# of its own (setsid), so that stop_bg can end go test, the test binaries
-# and the Chromium they started, together.
-start_bg() {
-  local name=$1
-  shift
-  echo "$SECONDS" >"$bg_dir/$name.started"
+# static checks and the Go suite, which keep the cores busy. Their output waits
+# in a file and is shown, with their time, in their own phase at the end,
+# which fails the run when they fail (RATIONALE.md, "Why do the browser
+# tests run beside the Go suite?").
+e2e_pid=""
+e2e_dir=$(mktemp -d "${TMPDIR:-/tmp}/nmhost-test-e2e-XXXXXX")
+start_e2e() {
+  e2e_started=$SECONDS
+  # In a session of its own (setsid), so that stop_e2e can end go test,
+  # the test binary and the Chromium it started, together.
   (
     rc=0
-    setsid "$@" >"$bg_dir/$name.out" 2>&1 &
-    echo $! >"$bg_dir/$name.pgid"
+    setsid go test -tags e2e -count=1 -timeout 30m ./e2e >"$e2e_dir/out" 2>&1 &
+    echo $! >"$e2e_dir/pgid"
     wait $! || rc=$?
-    echo "$SECONDS" >"$bg_dir/$name.ended"
+    echo "$SECONDS" >"$e2e_dir/ended"
     exit "$rc"
   ) &
-  echo $! >"$bg_dir/$name.pid"
+  e2e_pid=$!
 }
-# wait_bg NAME SINCE: waits for the job, shows its output and how long it
-# ran (from SINCE's start on), and returns its exit status.
-wait_bg() {
-  local name=$1 since=$2 rc=0 waited=$SECONDS
-  wait "$(cat "$bg_dir/$name.pid")" || rc=$?
-  cat "$bg_dir/$name.out"
-  printf '   (%s ran %ds, from the start of "%s" on; this phase waited %ds for it)\n' "$name" \
-    $(($(cat "$bg_dir/$name.ended" 2>/dev/null || echo "$SECONDS") - $(cat "$bg_dir/$name.started"))) "$since" $((SECONDS - waited))
-  rm -f "$bg_dir/$name.pid"
-  return "$rc"
-}
-# stop_bg ends the background jobs still running when the run stops
-# before their phase (a phase failed, or Ctrl-C, which does not reach a
-# background job): the run has failed already, and they would go on for
-# minutes.
-stop_bg() {
-  local name
-  for name in e2e gotests; do
-    if [ -s "$bg_dir/$name.pid" ] && kill -0 "$(cat "$bg_dir/$name.pid")" 2>/dev/null; then
-      echo "test.sh: stopping $name, running in the background" >&2
-      if [ -s "$bg_dir/$name.pgid" ]; then
-        kill -TERM -- "-$(cat "$bg_dir/$name.pgid")" 2>/dev/null || true
-      fi
-      wait "$(cat "$bg_dir/$name.pid")" 2>/dev/null || true
+# stop_e2e ends the browser tests when the run stops before their phase
+# (a phase failed, or Ctrl-C, which does not reach a background job):
+# the run has failed already, and they would go on for minutes.
+stop_e2e() {
+  if [ -n "$e2e_pid" ] && kill -0 "$e2e_pid" 2>/dev/null; then
+    echo "test.sh: stopping the end-to-end tests running in the background" >&2
+    if [ -s "$e2e_dir/pgid" ]; then
+      kill -TERM -- "-$(cat "$e2e_dir/pgid")" 2>/dev/null || true
     fi
-  done
-  rm -rf "$bg_dir"
+    wait "$e2e_pid" 2>/dev/null || true
+  fi
+  rm -rf "$e2e_dir"
 }
 
 current=setup
@@ -124,22 +104,15 @@ current="example agents"; phase "$current"
 current="Pyodide"; phase "$current"
 ./scripts/fetch-pyodide.sh
 
-# From here the browser tests and the Go suite run in the background
-# (start_bg, above). The race detector sleeps a second as each race-built
-# process exits (GORACE's atexit_sleep_ms, 1000 by default): a second per
-# package and per helper process, idle. A race is reported, and fails its
-# test, when it happens; what the sleep waits for is goroutines still
-# running after the last test (RATIONALE.md, "Why does test.sh shorten the
-# race detector's sleep at exit?"). A GORACE of your own is kept as it is.
-start_bg e2e go test -tags e2e -count=1 -timeout 30m ./e2e
-start_bg gotests env GORACE="${GORACE:-atexit_sleep_ms=10}" go test -race -count=1 -timeout 30m ./...
+# From here the browser tests run in the background (start_e2e, above).
+start_e2e
 
 current="vet (linux, windows, darwin)"; phase "$current"
-nice -n 10 go vet ./...
-nice -n 10 go vet -tags e2e ./e2e
-GOOS=windows nice -n 10 go vet ./...
-GOOS=darwin nice -n 10 go vet ./...
-(cd tools/otelcol-test && nice -n 10 go vet ./...)
+go vet ./...
+go vet -tags e2e ./e2e
+GOOS=windows go vet ./...
+GOOS=darwin go vet ./...
+(cd tools/otelcol-test && go vet ./...)
 
 current="gofmt"; phase "$current"
 gofmt_out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -150,8 +123,8 @@ if [ -n "$gofmt_out" ]; then
 fi
 
 current="staticcheck"; phase "$current"
-nice -n 10 go tool staticcheck ./...
-nice -n 10 go tool staticcheck -tags e2e ./e2e
+go tool staticcheck ./...
+go tool staticcheck -tags e2e ./e2e
 
 current="core imports no storage"; phase "$current"
 # The decision vocabulary and the network layer must build without SQLite.
@@ -176,7 +149,13 @@ if go list -deps ./internal/host | grep -q opentelemetry; then
 fi
 
 current="tests"; phase "$current"
-wait_bg gotests vet
+# The race detector sleeps a second as each race-built process exits
+# (GORACE's atexit_sleep_ms, 1000 by default): a second per package and
+# per helper process, idle. A race is reported, and fails its test, when
+# it happens; what the sleep waits for is goroutines still running after
+# the last test (RATIONALE.md, "Why does test.sh shorten the race
+# detector's sleep at exit?"). A GORACE of your own is kept as it is.
+GORACE=${GORACE:-atexit_sleep_ms=10} go test -race -count=1 -timeout 30m ./...
 
 # nmhost export against the OpenTelemetry Collector's own OTLP receiver,
 # in its own module (tools/otelcol-test, which replaces nmhost with ../..).
@@ -190,4 +169,10 @@ current="collector integration (tools/otelcol-test)"; phase "$current"
 # package under the race detector (RATIONALE.md, "Why do the browser tests
 # run without the race detector?").
 current="end-to-end tests (Chromium)"; phase "$current"
-wait_bg e2e vet
+e2e_rc=0
+wait "$e2e_pid" || e2e_rc=$?
+cat "$e2e_dir/out"
+printf '   (the end-to-end tests ran %ds, from the start of "vet" on; this phase waited %ds for them)\n' \
+  $(($(cat "$e2e_dir/ended" 2>/dev/null || echo "$SECONDS") - e2e_started)) $((SECONDS - phase_start))
+e2e_pid=""
+exit "$e2e_rc"

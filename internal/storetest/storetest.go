@@ -14,43 +14,23 @@
 package storetest
 
 import (
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/storetest/fresh"
 )
-
-var fresh = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "nmhost-storetest-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	s, err := store.Open(dir, store.Options{})
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Close(); err != nil {
-		return nil, err
-	}
-	// Close checkpoints the WAL into the file and removes it: the file
-	// alone is the database.
-	return os.ReadFile(filepath.Join(dir, store.DBFileName))
-})
 
 // Dir returns a new directory (t.TempDir()) holding a copy of the
 // nmhost.db that store.Open makes in an empty directory.
 func Dir(t testing.TB) string {
 	t.Helper()
-	db, err := fresh()
-	if err != nil {
-		t.Fatalf("making the fresh database: %v", err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, store.DBFileName), db, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return fresh.Dir(t, store.DBFileName, func(dir string) error {
+		s, err := store.Open(dir, store.Options{})
+		if err != nil {
+			return err
+		}
+		// Close checkpoints the WAL into the file and removes it: the
+		// file alone is the database.
+		return s.Close()
+	})
 }

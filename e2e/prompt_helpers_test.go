@@ -94,9 +94,23 @@ func clickPrompt(t testing.TB, tg *target.Info, answer string) {
 		if again && time.Now().Before(deadline) {
 			continue
 		}
-		t.Fatalf("answering the prompt %s (%d tries): %v", answer, attempt+1, err)
+		t.Fatalf("answering the prompt %s (%d tries): %v; the window then: %s", answer, attempt+1, err, promptState(ctx, answer))
 	}
 	screenshotPrompt(t, tg.URL)
+}
+
+// promptState is what a prompt window shows when an answer could not be
+// given: where it is, whether its question is filled in, the button's
+// state and the window's focus, read in 5 s at most (an evaluation there
+// may go unanswered too, which it then says).
+func promptState(ctx context.Context, answer string) string {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	state, err := evalErr[string](c, fmt.Sprintf(`JSON.stringify({href: location.href.slice(0, 60), ready: document.readyState, shown: !!%s, disabled: document.getElementById(%q)?.disabled, inert: document.body?.dataset.inert, focus: document.hasFocus(), visibility: document.visibilityState})`, promptShown, answer))
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	return state
 }
 
 // promptShown is true once the prompt page has filled in its question:

@@ -60,8 +60,9 @@ func isPrompt(tg *target.Info) bool {
 func clickPrompt(t testing.TB, tg *target.Info, answer string) {
 	t.Helper()
 	// The extension closes the window itself once answered.
-	ctx, cancel := chromedp.NewContext(browser, chromedp.WithTargetID(tg.TargetID), chromedp.WithDetachOnCancel())
-	defer cancel()
+	attach := func() (context.Context, context.CancelFunc) {
+		return chromedp.NewContext(browser, chromedp.WithTargetID(tg.TargetID), chromedp.WithDetachOnCancel())
+	}
 	// One evaluation waits and clicks: in headless Chromium a second
 	// evaluation in a chrome.windows.create popup went unanswered in our
 	// runs, and so did a screenshot of it (see screenshotPrompt).
@@ -76,34 +77,44 @@ func clickPrompt(t testing.TB, tg *target.Info, answer string) {
 	// prompt.html cut short is made again in the new document.
 	cond := fmt.Sprintf("location.href.startsWith('chrome-extension:') && document.readyState === 'complete' && %s && !document.getElementById(%q).disabled && (setInterval(() => { const b = document.getElementById(%q); if (!b.disabled) b.click() }, 50), true)", promptShown, answer, answer)
 	// Under load an evaluation in the popup has gone unanswered (45 s,
-	// with two busy loops and the race-built suite beside the browser):
-	// each try is bounded, and a new one is made until the guard is out.
+	// with two busy loops and the race-built suite beside the browser),
+	// and once unanswered, every later one through the same attachment
+	// was too (the window swaps its about:blank for the extension's
+	// page, in another process, as it opens): each try is bounded and
+	// attaches afresh, until the guard is out.
 	deadline := time.Now().Add(guard)
 	for attempt := 0; ; attempt++ {
-		try := time.Now().Add(30 * time.Second)
+		try := time.Now().Add(20 * time.Second)
 		if try.After(deadline) {
 			try = deadline
 		}
+		ctx, detach := attach()
 		c, cancelEval := context.WithDeadline(ctx, try)
 		_, err := evalErr[bool](c, fmt.Sprintf(`new Promise(r => { const w = () => (%s) ? r(true) : setTimeout(w, 50); w() })`, cond))
 		cancelEval()
 		if err == nil {
+			detach()
 			break
 		}
 		again := strings.Contains(err.Error(), "context was destroyed") || errors.Is(err, context.DeadlineExceeded)
 		if again && time.Now().Before(deadline) {
+			detach()
 			continue
 		}
-		t.Fatalf("answering the prompt %s (%d tries): %v; the window then: %s", answer, attempt+1, err, promptState(ctx, answer))
+		state := promptState(answer, attach)
+		detach()
+		t.Fatalf("answering the prompt %s (%d tries): %v; the window then: %s", answer, attempt+1, err, state)
 	}
 	screenshotPrompt(t, tg.URL)
 }
 
 // promptState is what a prompt window shows when an answer could not be
 // given: where it is, whether its question is filled in, the button's
-// state and the window's focus, read in 5 s at most (an evaluation there
-// may go unanswered too, which it then says).
-func promptState(ctx context.Context, answer string) string {
+// state and the window's focus, read through a new attachment in 5 s at
+// most (an evaluation there may go unanswered too, which it then says).
+func promptState(answer string, attach func() (context.Context, context.CancelFunc)) string {
+	ctx, detach := attach()
+	defer detach()
 	c, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	state, err := evalErr[string](c, fmt.Sprintf(`JSON.stringify({href: location.href.slice(0, 60), ready: document.readyState, shown: !!%s, disabled: document.getElementById(%q)?.disabled, inert: document.body?.dataset.inert, focus: document.hasFocus(), visibility: document.visibilityState})`, promptShown, answer))

@@ -40,21 +40,15 @@ func Binary(t testing.TB) string {
 	if !Enabled {
 		return os.Args[0]
 	}
-	copyOnce()
-	if built.err != nil {
-		t.Fatalf("building the copy without the race detector: %v", built.err)
+	path, err := built()
+	if err != nil {
+		t.Fatalf("building the copy without the race detector: %v", err)
 	}
-	return built.path
+	return path
 }
 
-var built struct {
-	path string
-	err  error
-}
-
-var copyOnce = sync.OnceFunc(func() {
-	built.path, built.err = build()
-})
+// built is build, once per process.
+var built = sync.OnceValues(build)
 
 func build() (string, error) {
 	wd, err := os.Getwd()

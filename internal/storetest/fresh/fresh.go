@@ -16,10 +16,10 @@ import (
 var made sync.Map
 
 // Dir returns a new directory (t.TempDir()) holding a copy of the file
-// name as make wrote it into an empty directory, the first time this test
-// binary asked for name (later calls reuse those bytes, whatever make
-// they pass).
-func Dir(t testing.TB, name string, make func(dir string) error) string {
+// name as build wrote it into an empty directory, the first time this
+// test binary asked for name (later calls reuse those bytes, whatever
+// build they pass).
+func Dir(t testing.TB, name string, build func(dir string) error) string {
 	t.Helper()
 	once, _ := made.LoadOrStore(name, sync.OnceValues(func() ([]byte, error) {
 		dir, err := os.MkdirTemp("", "nmhost-fresh-")
@@ -27,7 +27,7 @@ func Dir(t testing.TB, name string, make func(dir string) error) string {
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		if err := make(dir); err != nil {
+		if err := build(dir); err != nil {
 			return nil, err
 		}
 		return os.ReadFile(filepath.Join(dir, name))

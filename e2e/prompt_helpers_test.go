@@ -34,16 +34,24 @@ func nextPrompt(t testing.TB) *target.Info {
 	t.Helper()
 	deadline := time.Now().Add(guard)
 	for time.Now().Before(deadline) {
-		targets, _ := chromedp.Targets(browser)
-		for _, tg := range targets {
-			if isPrompt(tg) && !answered[tg.TargetID] {
-				answered[tg.TargetID] = true
-				return tg
-			}
+		if tg := unansweredPrompt(); tg != nil {
+			answered[tg.TargetID] = true
+			return tg
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatal("no prompt window appeared")
+	return nil
+}
+
+// unansweredPrompt is a prompt window open now and not answered yet, or nil.
+func unansweredPrompt() *target.Info {
+	targets, _ := chromedp.Targets(browser)
+	for _, tg := range targets {
+		if isPrompt(tg) && !answered[tg.TargetID] {
+			return tg
+		}
+	}
 	return nil
 }
 
@@ -153,11 +161,8 @@ func noPromptWithin(t testing.TB, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		targets, _ := chromedp.Targets(browser)
-		for _, tg := range targets {
-			if isPrompt(tg) && !answered[tg.TargetID] {
-				t.Fatal("a prompt appeared where a remembered answer should have decided")
-			}
+		if unansweredPrompt() != nil {
+			t.Fatal("a prompt appeared where a remembered answer should have decided")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

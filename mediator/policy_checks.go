@@ -119,35 +119,10 @@ func orNone(s string) string {
 	return s
 }
 
-// adminDenial applies the administrator's rules: a blocked permission
-// (the operation's, or the workspace grant it needs) or a session above
-// the highest level is refused whatever the person granted or answered.
+// adminDenial applies the administrator's rules in force (Admin.denial).
 func (p *Policy) adminDenial(op Operation, rule OperationRule) (PolicyDecision, bool) {
 	if p.opts.Admin == nil {
 		return PolicyDecision{}, true
 	}
-	a := p.opts.Admin()
-	if len(a.policies) == 0 {
-		return PolicyDecision{}, true // every decision passes here: no work without a policy
-	}
-	perms := []Permission{rule.Permission}
-	switch need := rule.Workspace; {
-	case op.Shell != nil && op.Shell.Writes, need == WorkspaceReadWrite:
-		perms = append(perms, PermWorkspaceRead, PermWorkspaceWrite)
-	case need == WorkspaceRead:
-		perms = append(perms, PermWorkspaceRead)
-	}
-	for _, perm := range perms {
-		if ap, blocked := a.Blocked(perm); perm != "" && blocked {
-			return denied(rule.Class, CodeAdminPolicy, adminBy("blockedPermissions", ap), MessageOf(ap.BlockedError(perm))), false
-		}
-	}
-	level := op.SessionLevel
-	if level == "" {
-		level = LevelMedium
-	}
-	if ap, above := a.LevelAbove(level); above {
-		return denied(rule.Class, CodeAdminPolicy, adminBy("maxSessionLevel", ap), MessageOf(ap.LevelError(level))), false
-	}
-	return PolicyDecision{}, true
+	return p.opts.Admin().denial(op, rule)
 }

@@ -54,12 +54,20 @@ func (sh *Shell) name(n string) string {
 
 // AtLevel decides by the session matrix alone (mediator.DecideShell) at
 // level: a person's shell, whose level is their own answer. record, when
-// set, gets every decision, allowing or not, before the command runs (the
-// CLI appends it to the audit trail and a denial to the denial log); a
+// set, gets every decision, allowing or not, before the command runs; a
 // failure to record stops the command.
 func AtLevel(level string, record func(ctx context.Context, step mediator.ShellStep, d mediator.Decision) error) Decider {
+	return Deciding(func(step mediator.ShellStep) mediator.Decision { return mediator.DecideShell(level, step) }, record)
+}
+
+// Deciding decides each command with decide, a pure function of the
+// step (the application core gives the person's shell the session
+// matrix under the administrator's rules), and hands every decision to
+// record, when set, before the command runs; a failure to record stops
+// the command.
+func Deciding(decide func(mediator.ShellStep) mediator.Decision, record func(ctx context.Context, step mediator.ShellStep, d mediator.Decision) error) Decider {
 	return func(ctx context.Context, step mediator.ShellStep) (func(error), error) {
-		d := mediator.DecideShell(level, step)
+		d := decide(step)
 		if record != nil {
 			if err := record(ctx, step, d); err != nil {
 				return nil, err

@@ -1,8 +1,10 @@
 package archcheck
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -162,4 +164,40 @@ func TestWireNamesAreCamelCase(t *testing.T) {
 			t.Errorf("%s: a JSON member that is not camelCase (docs/protocol.md, hello)", n)
 		}
 	})
+}
+
+// TestRulesLiveInTheCore: the front ends (the native host, the viewer,
+// the CLI) build no policy, fetcher, runtime or store of their own and
+// apply no administrator's rule themselves: they call the core
+// (internal/app), whose operations hold the rules, so an answer cannot
+// depend on the door a question came through. The pattern list is
+// checked against planted lines first, so a rule that no longer matches
+// anything cannot pass silently.
+func TestRulesLiveInTheCore(t *testing.T) {
+	forbidden := regexp.MustCompile(`mediator\.NewPolicy\(|agentfetch\.New\(|wasmhost\.New\(|store\.Open\(|adminpolicy\.Load\(|` +
+		`\.(RefuseGrant|RefuseLevel|Blocked|LevelAbove|DecidePersonShell)\(|mediator\.DecideShell\(|` +
+		`\b(st|Store\(\))\.(Grant|Revoke|InstallAgent|PutModule|UpdateSessionSettings\w*)\(`)
+	for _, planted := range []string{"p := mediator.NewPolicy(st, o)", "s.st.Grant(ctx, a, p)", "a.Store().UpdateSessionSettingsIf(ctx, id, b, nil)",
+		"if p, ok := admin.Blocked(perm); ok {", "rt, _ := wasmhost.New(ctx, cfg)"} {
+		if !forbidden.MatchString(planted) {
+			t.Fatalf("the rule does not catch %q", planted)
+		}
+	}
+	// The doctor opens the store to diagnose it, before any rule applies.
+	allowed := map[string]bool{"../../internal/cli/doctor.go": true}
+	var where []string
+	eachRepoSource(t, nil, func(p string, src []byte) {
+		front := strings.HasPrefix(p, "../../internal/host/") || strings.HasPrefix(p, "../../internal/viewer/") || strings.HasPrefix(p, "../../internal/cli/")
+		if !front || allowed[p] {
+			return
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			if forbidden.MatchString(line) {
+				where = append(where, fmt.Sprintf("%s:%d: %s", p, i+1, strings.TrimSpace(line)))
+			}
+		}
+	})
+	if len(where) > 0 {
+		t.Fatalf("a front end applies a rule or builds a part itself; call the core (internal/app) instead:\n%s", strings.Join(where, "\n"))
+	}
 }

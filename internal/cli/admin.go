@@ -42,10 +42,14 @@ func runPolicyList(ctx context.Context, env Env) error {
 	if _, err := parse(specFor("policy list"), fs, env); err != nil {
 		return err
 	}
-	admin, err := adminpolicy.Load(adminPolicyPath())
+	// The core reads the administrator's file, and refuses one it cannot
+	// trust, as every other door does.
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
+	defer a.Close(context.WithoutCancel(ctx))
+	policies := a.Admin().Policies()
 	type rule struct {
 		Source string `json:"source"`
 		Rule   string `json:"rule"`
@@ -57,7 +61,7 @@ func runPolicyList(ctx context.Context, env Env) error {
 			rules = append(rules, rule{source, name, v})
 		}
 	}
-	if !admin.Empty() {
+	for _, admin := range policies {
 		for _, p := range admin.BlockedPermissions {
 			add(admin.Source, "blockedPermissions", string(p))
 		}
@@ -69,11 +73,7 @@ func runPolicyList(ctx context.Context, env Env) error {
 			add(admin.Source, "exportEndpoint", admin.ExportEndpoint)
 		}
 	}
-	st, err := openStore(env)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	st := a.Store()
 	agents, err := st.ListAgents(ctx)
 	if err != nil {
 		return err
@@ -96,7 +96,7 @@ func runPolicyList(ctx context.Context, env Env) error {
 		}
 		return json.NewEncoder(env.Stdout).Encode(rules)
 	}
-	if admin.Empty() {
+	if len(policies) == 0 {
 		fmt.Fprintf(env.Stdout, "no admin policy (%s); managed storage, when Chrome's policy sets it, applies in the browser's host processes\n", adminPolicyPath())
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)

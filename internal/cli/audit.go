@@ -28,11 +28,12 @@ func runAuditTail(ctx context.Context, env Env) error {
 	if n < 1 || n > maxTail {
 		return usagef("audit tail", "-n %d is out of range: 1-%d", n, maxTail)
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 	page, err := st.ListAudit(ctx, 0, n, true)
 	if err != nil {
 		return err

@@ -35,11 +35,12 @@ func runAuditKey(ctx context.Context, env Env) error {
 	if _, err := parse(specFor("audit key"), flag.NewFlagSet("audit key", flag.ContinueOnError), env); err != nil {
 		return err
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 	vkey, err := st.AuditVerifierKey()
 	if err != nil {
 		return err
@@ -55,11 +56,12 @@ func runAuditCheckpoint(ctx context.Context, env Env) error {
 	if _, err := parse(specFor("audit checkpoint"), flag.NewFlagSet("audit checkpoint", flag.ContinueOnError), env); err != nil {
 		return err
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 	signed, size, _, err := st.AuditCheckpoint(ctx)
 	if err != nil {
 		return err
@@ -94,11 +96,12 @@ func runAuditVerifyCheckpoint(ctx context.Context, env Env) error {
 			return fmt.Errorf("%s is empty, not a checkpoint", cpFile)
 		}
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 	rep, err := st.VerifyAudit(ctx, cp)
 	if err != nil {
 		return err
@@ -134,11 +137,12 @@ func runAuditProve(ctx context.Context, env Env) error {
 	if err != nil || seq <= 0 {
 		return usagef("audit prove", "%q is not a record number (from nmhost audit tail)", args[0])
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 	p, err := st.ProveAuditInclusion(ctx, seq)
 	if err != nil {
 		return err

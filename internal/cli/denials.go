@@ -67,11 +67,12 @@ func runDenials(ctx context.Context, env Env) error {
 	if f.Until, err = store.ParseFilterTime(until, now); err != nil {
 		return usagef("denials", "--until: %s", mediator.MessageOf(err))
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 
 	// The newest record of any kind is where the first page ends and
 	// --follow starts, so a record written meanwhile is printed once: by

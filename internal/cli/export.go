@@ -37,11 +37,12 @@ func runExport(ctx context.Context, env Env) error {
 	if retryFor <= 0 {
 		return usagef("export", "--retry-for %s must be positive", retryFor)
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 	o := export.Options{Endpoint: u, Follow: follow, RetryFor: retryFor, Version: Version,
 		Notify:    func(msg string) { fmt.Fprintf(env.Stderr, "nmhost export: %s\n", mediator.EscapeTerminal(msg)) },
 		Following: func() { following(env) }}

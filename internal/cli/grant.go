@@ -23,20 +23,20 @@ func runGrant(ctx context.Context, env Env, grant bool) error {
 	if err != nil {
 		return usagef(name, "%s; known: %s", mediator.MessageOf(err), permissionNames())
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
 	if grant {
-		g, err := st.Grant(ctx, agent, perm)
+		g, err := a.Grant(ctx, agent, perm)
 		if err != nil {
 			return explainAgentErr(err, agent)
 		}
 		fmt.Fprintf(env.Stdout, "granted %s to %s (source %s)\n", perm, agent, g.Source)
 		return nil
 	}
-	existed, err := st.Revoke(ctx, agent, perm)
+	existed, err := a.Revoke(ctx, agent, perm)
 	if err != nil {
 		return explainAgentErr(err, agent)
 	}

@@ -5,23 +5,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
 
-	"github.com/agentgate/nmhost/internal/adminpolicy"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/internal/flows"
 
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/host"
-	"github.com/agentgate/nmhost/internal/store"
-	"github.com/agentgate/nmhost/netproxy"
-	"github.com/agentgate/nmhost/wasmhost"
 )
 
 // LogFile is the host's log inside the data dir.
@@ -65,51 +59,41 @@ func runHost(ctx context.Context, env Env) int {
 	// are inside the grace too.
 	defer exitAfterGrace(ctx, log, os.Exit)()
 
-	cfg, err := datadir.LoadConfig(dir)
-	if err != nil {
-		// An unreadable config admits no one; the requests still get replies.
-		log.Error("config unreadable; no origin is allowed", "err", err)
-	}
-	allowed := callerErr == nil && slices.Contains(cfg.AllowedOrigins, caller.Origin)
 	if callerErr != nil {
 		log.Warn("launch arguments not understood", "err", callerErr)
 		caller = host.Caller{Origin: strings.Join(env.Args, " ")}
 	}
-	// err is still the config's: an unreadable one keeps the most records.
-	st, err := store.Open(dir, storeOptionsOf(cfg, err))
+	// The application core: the store, config, fetcher and the
+	// administrator's policy, opened once. An unreadable config still
+	// opens the store (keeping the most records, the most carefully) and
+	// admits no one; the requests still get replies. A policy that cannot
+	// be trusted is not ignored: no host (fail closed).
+	a, err := app.Open(dir, app.Options{AdminPolicyPath: adminPolicyPath(), TolerateBadConfig: true,
+		Door: app.Door{Layer: "host", Origin: caller.Origin}})
 	if err != nil {
-		log.Error("store did not open", "dir", dir, "err", err)
+		log.Error("the host does not run", "dir", dir, "err", err)
 		return 1
 	}
-	defer st.Close()
-	fetcher, err := newFetcher(cfg)
-	if err != nil {
-		log.Error("fetcher config refused", "err", err)
-		return 1
+	defer a.Close(context.WithoutCancel(ctx))
+	cfg := a.Config()
+	if err := a.ConfigErr(); err != nil {
+		log.Error("config unreadable; no origin is allowed", "err", err)
 	}
-	// The administrator's policy, when there is one, or no host: a
-	// policy that cannot be trusted is not ignored (fail closed).
-	admin, err := adminpolicy.Load(adminPolicyPath())
-	if err != nil {
-		log.Error("admin policy refused; the host does not run without it", "err", err)
-		return 1
-	}
+	allowed := callerErr == nil && a.ConfigErr() == nil && slices.Contains(cfg.AllowedOrigins, caller.Origin)
 	// Creating the runtime compiles nothing; the first run-agent does, or
 	// loads the module from the cache an earlier process filled.
-	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(dir, "wasm-cache"), MaxGuestMemory: cfg.MaxGuestMemory})
+	rt, err := a.Runtime(ctx)
 	if err != nil {
 		log.Error("wasm runtime did not start", "err", err)
 		return 1
 	}
-	defer rt.Close(context.WithoutCancel(ctx))
 	// The logger names the pid on every line, this one included.
 	log.Info("host started", "origin", caller.Origin, "allowed", allowed, "version", Version)
 	wf := flows.Settings(cfg)
 	// stdin is read as it comes, blocking: Serve stops on ctx (a signal)
 	// without waiting for the read (host.intake says why).
 	err = host.Serve(ctx, env.Stdin, out, host.Options{
-		Store: st, Fetcher: fetcher, Runtime: rt, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version,
-		Workflow: &wf, Admin: admin,
+		App: a, Runtime: rt, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version, Workflow: &wf,
 	})
 	if err != nil {
 		log.Error("host stopped", "err", err)
@@ -121,55 +105,6 @@ func runHost(ctx context.Context, env Env) int {
 	}
 	log.Info("host exiting: input closed")
 	return 0
-}
-
-func newFetcher(cfg datadir.Config) (*netproxy.Fetcher, error) {
-	nc := netproxy.Config{MaxResponseBytes: cfg.MaxResponseBytes}
-	if cfg.UnsafeProxyURL != "" {
-		u, err := url.Parse(cfg.UnsafeProxyURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("unsafeProxyURL %q is not an http(s) URL", cfg.UnsafeProxyURL)
-		}
-		nc.UnsafeProxyURL = u
-	}
-	if len(cfg.StaticHosts) > 0 {
-		r, err := newStaticResolver(cfg.StaticHosts)
-		if err != nil {
-			return nil, err
-		}
-		nc.Resolver = r
-	}
-	return netproxy.New(nc), nil
-}
-
-// staticResolver answers configured names from the config (like a hosts
-// file) and asks DNS for the rest. Its answers pass through the same address
-// checks as DNS answers: it can only make a name resolve, never make an
-// address allowed.
-type staticResolver struct {
-	m map[string][]netip.Addr
-}
-
-func newStaticResolver(m map[string][]string) (*staticResolver, error) {
-	r := &staticResolver{m: map[string][]netip.Addr{}}
-	for name, addrs := range m {
-		canon := strings.TrimSuffix(strings.ToLower(name), ".")
-		for _, a := range addrs {
-			ip, err := netip.ParseAddr(a)
-			if err != nil {
-				return nil, fmt.Errorf("staticHosts[%s]: %q is not an IP address", name, a)
-			}
-			r.m[canon] = append(r.m[canon], ip)
-		}
-	}
-	return r, nil
-}
-
-func (r *staticResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	if ips, ok := r.m[strings.TrimSuffix(strings.ToLower(host), ".")]; ok {
-		return ips, nil
-	}
-	return net.DefaultResolver.LookupNetIP(ctx, network, host)
 }
 
 func openLog(dir string, stderr io.Writer) (*slog.Logger, func()) {

@@ -9,43 +9,22 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/app"
+
 	"github.com/agentgate/nmhost/internal/datadir"
-	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
-// openStore opens the store in the data directory env names: the one way
-// every command that reads or writes records opens it. A data dir others
-// may write is refused: its records could say anything.
-func openStore(env Env) (*store.Store, error) {
+// openApp opens the application core over the data directory env
+// names: the one way every command reaches the data (a config that
+// cannot be read keeps the most records, the most carefully; an admin
+// policy that cannot be trusted stops the command).
+func openApp(env Env) (*app.App, error) {
 	dir, err := datadir.Resolve(env.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	if err := datadir.CheckPrivate(dir); err != nil {
-		return nil, err
-	}
-	return store.Open(dir, storeOptionsIn(dir))
-}
-
-// storeOptionsIn are the store's options from the config in dir: its audit
-// settings. A config that cannot be read keeps the most records the most
-// carefully (strict, per call) rather than guess.
-func storeOptionsIn(dir string) store.Options {
-	return storeOptionsOf(datadir.LoadConfig(dir))
-}
-
-// storeOptionsOf is storeOptionsIn of a config already loaded, with the
-// error loading it gave.
-func storeOptionsOf(cfg datadir.Config, err error) store.Options {
-	if err != nil {
-		return store.Options{Durability: mediator.DurabilityStrict, AuditCalls: mediator.AuditCallsPerCall}
-	}
-	a := cfg.Audit
-	if a == nil {
-		return store.Options{}
-	}
-	return store.Options{Durability: a.Durability, SyncWindow: time.Duration(a.SyncWindowMS) * time.Millisecond, AuditCalls: a.Calls}
+	return app.Open(dir, app.Options{AdminPolicyPath: adminPolicyPath(), TolerateBadConfig: true, Door: app.Door{Layer: "cli"}})
 }
 
 // runPrefsList: nmhost prefs list [--agent A] [--json]
@@ -58,11 +37,12 @@ func runPrefsList(ctx context.Context, env Env) error {
 	if _, err := parse(specFor("prefs list"), fs, env); err != nil {
 		return err
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 	prefs, err := st.ListPreferences(ctx, agent)
 	if err != nil {
 		return err
@@ -127,11 +107,12 @@ func runPrefsRevoke(ctx context.Context, env Env) error {
 	if err != nil || id <= 0 {
 		return usagef("prefs revoke", "%q is not a preference id (a number from nmhost prefs list)", args[0])
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 	ok, err := st.RevokePreference(ctx, id)
 	if err != nil {
 		return err

@@ -9,12 +9,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentgate/nmhost/internal/adminpolicy"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/internal/datadir"
-	"github.com/agentgate/nmhost/internal/host"
 	"github.com/agentgate/nmhost/internal/pagefile"
 	"github.com/agentgate/nmhost/internal/runs"
-	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
@@ -76,24 +74,26 @@ func runAgent(ctx context.Context, env Env) error {
 		browser = p
 	}
 
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	rec, err := install(ctx, env, st, prof, module, modulePath)
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
+	m, err := newMediation(a, prompter)
 	if err != nil {
 		return err
 	}
-	m, err := newMediation(st, prompter)
+	rec, err := install(ctx, env, a, prof, module, modulePath)
 	if err != nil {
 		return err
 	}
-	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(st.Dir(), "wasm-cache")})
+	// The core's runtime, with the data dir's bounds (maxGuestMemory) as
+	// in host mode and the viewer.
+	rt, err := a.Runtime(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close(context.WithoutCancel(ctx))
 
 	terminal := writesToTerminal(env.Stdout)
 	// The same run as from the browser (internal/runs): the session, the
@@ -145,12 +145,12 @@ func runAgent(ctx context.Context, env Env) error {
 // install installs the agent as the run's first step and says on stderr
 // what the user should know: a revocation kept, or, when the profile or
 // module changed, what was granted again although they had revoked it.
-func install(ctx context.Context, env Env, st *store.Store, prof mediator.Profile, module []byte, modulePath string) (mediator.AgentRecord, error) {
-	before, err := st.Revocations(ctx, prof.AgentID)
+func install(ctx context.Context, env Env, a *app.App, prof mediator.Profile, module []byte, modulePath string) (mediator.AgentRecord, error) {
+	before, err := a.Store().Revocations(ctx, prof.AgentID)
 	if err != nil {
 		return mediator.AgentRecord{}, err
 	}
-	rec, err := host.InstallAgent(ctx, st, prof, module)
+	rec, err := a.Install(ctx, prof, module)
 	if err != nil {
 		return mediator.AgentRecord{}, err
 	}
@@ -198,8 +198,8 @@ func pythonRunsInTheBrowser(prof mediator.Profile, profilePath, sourcePath strin
 }
 
 // mediation is what the commands that run agents without a browser share:
-// the policy asking on the terminal, the denial log (layer "cli") and the
-// mediated fetch configured from the data dir.
+// the core's policy asking on the terminal, the denial log (layer "cli")
+// and the mediated fetch configured from the data dir.
 type mediation struct {
 	cfg       datadir.Config
 	policy    *mediator.Policy
@@ -207,28 +207,15 @@ type mediation struct {
 	fetch     *agentfetch.Service
 }
 
-func newMediation(st *store.Store, prompter mediator.Prompter) (*mediation, error) {
-	cfg, err := datadir.LoadConfig(st.Dir())
-	if err != nil {
+func newMediation(a *app.App, prompter mediator.Prompter) (*mediation, error) {
+	// A run needs its config: an unreadable one stops it, rather than
+	// run without the bounds it sets.
+	if err := a.ConfigErr(); err != nil {
 		return nil, err
 	}
-	fetcher, err := newFetcher(cfg)
-	if err != nil {
-		return nil, err
-	}
-	adminPolicy, err := adminpolicy.Load(adminPolicyPath())
-	if err != nil {
-		return nil, err
-	}
-	admin := mediator.NewAdmin(adminPolicy)
-	adminNow := func() mediator.Admin { return admin }
-	m := &mediation{cfg: cfg, policy: mediator.NewPolicy(st, mediator.PolicyOptions{Prompter: prompter, Admin: adminNow})}
-	m.logDenial = func(ctx context.Context, d mediator.Denial) {
-		if d.Context.Layer == "" {
-			d.Context.Layer = "cli"
-		}
-		_, _ = st.LogDenial(context.WithoutCancel(ctx), d)
-	}
-	m.fetch, err = agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: m.policy, LogDenial: m.logDenial, Admin: adminNow})
+	m := &mediation{cfg: a.Config(), policy: a.Policy(mediator.PolicyOptions{Prompter: prompter})}
+	m.logDenial = func(ctx context.Context, d mediator.Denial) { a.LogDenial(ctx, "cli", d) }
+	var err error
+	m.fetch, err = a.FetchService(m.policy, m.logDenial)
 	return m, err
 }

@@ -11,15 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/agentgate/nmhost/internal/adminpolicy"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/internal/flows"
 
 	"github.com/agentgate/nmhost/internal/datadir"
-	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/viewer"
 	"github.com/agentgate/nmhost/mediator"
-	"github.com/agentgate/nmhost/netproxy/agentfetch"
-	"github.com/agentgate/nmhost/wasmhost"
 )
 
 // runServe: nmhost serve [--port N] [--bind ADDR [--unsafe-bind]] [--open].
@@ -73,47 +70,27 @@ func runServe(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(dir, storeOptionsIn(dir))
+	// The viewer's gateway runs agents with nobody to ask: the core's
+	// policy with no prompter denies what needs a person.
+	a, err := app.Open(dir, app.Options{AdminPolicyPath: adminPolicyPath(), Door: app.Door{Layer: "gateway"}})
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	cfg, err := datadir.LoadConfig(dir)
+	defer a.Close(context.WithoutCancel(ctx))
+	cfg := a.Config()
+	policy := a.Policy(mediator.PolicyOptions{})
+	fetch, err := a.FetchService(policy, func(ctx context.Context, d mediator.Denial) { a.LogDenial(ctx, "gateway", d) })
 	if err != nil {
 		return err
 	}
-	fetcher, err := newFetcher(cfg)
+	rt, err := a.Runtime(ctx)
 	if err != nil {
 		return err
 	}
-	// No prompter: the viewer has no one to ask, so operations that need a
-	// confirmation are denied with confirmation_required.
-	adminPolicy, err := adminpolicy.Load(adminPolicyPath())
-	if err != nil {
-		return err
-	}
-	admin := mediator.NewAdmin(adminPolicy)
-	adminNow := func() mediator.Admin { return admin }
-	policy := mediator.NewPolicy(st, mediator.PolicyOptions{Admin: adminNow})
-	fetch, err := agentfetch.New(agentfetch.Config{Store: st, Fetcher: fetcher, Authorizer: policy, Admin: adminNow,
-		LogDenial: func(ctx context.Context, d mediator.Denial) {
-			if d.Context.Layer == "" {
-				d.Context.Layer = "gateway"
-			}
-			_, _ = st.LogDenial(context.WithoutCancel(ctx), d)
-		}})
-	if err != nil {
-		return err
-	}
-	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(dir, "wasm-cache"), MaxGuestMemory: cfg.MaxGuestMemory})
-	if err != nil {
-		return err
-	}
-	defer rt.Close(context.WithoutCancel(ctx))
 
 	wf := flows.Settings(cfg)
 	srv, err := viewer.New(viewer.Config{
-		Store: st, Token: token, Runtime: rt, Fetch: fetch, Authorizer: policy,
+		App: a, Token: token, Runtime: rt, Fetch: fetch, Authorizer: policy,
 		UnsafeBindHost: unsafeHost, Log: log, Workflow: &wf,
 	})
 	if err != nil {

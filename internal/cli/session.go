@@ -13,10 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"golang.org/x/term"
+
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/shell"
-	"golang.org/x/term"
 )
 
 // runSessionSet: nmhost session set ID --level L. It creates the session
@@ -30,17 +30,12 @@ func runSessionSet(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	patch := map[string]any{}
-	if level != "" {
-		patch["permissionLevel"] = level
-	}
-	raw, _ := json.Marshal(patch)
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	set, err := st.UpdateSessionSettings(ctx, args[0], raw)
+	defer a.Close(context.WithoutCancel(ctx))
+	set, err := a.SetSessionLevel(ctx, args[0], level)
 	if err != nil {
 		return err
 	}
@@ -53,11 +48,12 @@ func runSessionShow(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 	set, err := st.SessionSettings(ctx, args[0])
 	if err != nil {
 		return err
@@ -75,11 +71,12 @@ func runSessionList(ctx context.Context, env Env) error {
 	if _, err := parse(specFor("session list"), fs, env); err != nil {
 		return err
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 	list, err := st.ListSessions(ctx)
 	if err != nil {
 		return err
@@ -126,34 +123,21 @@ func runShell(ctx context.Context, env Env) error {
 	if session == "" {
 		return usagef("shell", "--session is required: the session whose workspace and level the shell has")
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	set, err := st.SessionSettings(ctx, session)
-	if err != nil {
-		return err
-	}
-	ws, err := st.OpenWorkspace(session)
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
+	defer a.Close(context.WithoutCancel(ctx))
 	// The workspace's names were chosen by agents: they are printed
 	// escaped (mediator.EscapeTerminal), always, so "ls | wc -l" counts
 	// names and a name can never fake a line. A file's contents are its
-	// bytes, except on a terminal (shellOutput).
-	sh := &shell.Shell{WS: ws, Decide: shell.AtLevel(set.PermissionLevel, recordShell(st, session, set.PermissionLevel)),
-		Names: mediator.EscapeTerminal}
-	if set.PermissionLevel == mediator.LevelHigh {
-		// Only a high session reads outside its workspace, and then
-		// through an os.Root too.
-		if sh.Outside, err = os.OpenRoot("/"); err != nil {
-			return err
-		}
-		defer sh.Outside.Close()
+	// bytes, except on a terminal (shellOutput). Each command is decided
+	// by the core, under the administrator's rules, and recorded.
+	sh, level, closeShell, err := a.PersonShell(ctx, session, mediator.EscapeTerminal)
+	if err != nil {
+		return err
 	}
+	defer closeShell()
 	terminal := writesToTerminal(env.Stdout)
 	if command != "" {
 		if err := shellOutput(ctx, sh, command, env.Stdout, terminal); err != nil {
@@ -168,7 +152,7 @@ func runShell(ctx context.Context, env Env) error {
 	failed := false
 	for {
 		if interactive {
-			fmt.Fprintf(env.Stderr, "%s (%s)$ ", session, set.PermissionLevel)
+			fmt.Fprintf(env.Stderr, "%s (%s)$ ", session, level)
 		}
 		if !in.Scan() {
 			break
@@ -215,24 +199,4 @@ func shellOutput(ctx context.Context, sh *shell.Shell, line string, out io.Write
 func writesToTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// recordShell appends each shell decision to the audit trail and each
-// refusal to the denial log: a person's shell is decided and recorded
-// like an agent's.
-func recordShell(st *store.Store, session, level string) func(context.Context, mediator.ShellStep, mediator.Decision) error {
-	return func(ctx context.Context, step mediator.ShellStep, d mediator.Decision) error {
-		step.Command = mediator.Truncate(step.Command, 32)
-		op := mediator.ShellOp("", level, step) // with the paths it names
-		_, err := st.AppendAudit(ctx, mediator.AuditEntry{Kind: mediator.AuditDecision, Operation: op, Allowed: d.Allowed,
-			Code: d.Code, DecidedBy: "level:" + level, Reason: d.Reason})
-		if err != nil {
-			return err
-		}
-		if !d.Allowed {
-			_, _ = st.LogDenial(context.WithoutCancel(ctx), mediator.Denial{AgentID: "shell", Permission: "shell", Code: d.Code,
-				Context: mediator.DenialContext{Reason: d.Reason, Layer: "cli", Details: map[string]string{"session": session, "command": step.Command}}})
-		}
-		return nil
-	}
 }

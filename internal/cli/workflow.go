@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentgate/nmhost/internal/flows"
 	"github.com/agentgate/nmhost/mediator"
-	"github.com/agentgate/nmhost/wasmhost"
 	"github.com/agentgate/nmhost/workflow"
 )
 
@@ -51,16 +50,17 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 			spec.ID = "workflow"
 		}
 	}
-	st, err := openStore(env)
+	a, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer a.Close(context.WithoutCancel(ctx))
+	st := a.Store()
 	prompter, err := newCLIPrompter(env.Stdin, env.Stderr, nil)
 	if err != nil {
 		return err
 	}
-	m, err := newMediation(st, prompter)
+	m, err := newMediation(a, prompter)
 	if err != nil {
 		return err
 	}
@@ -72,11 +72,10 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 			Details: map[string]string{"operation": "workflow run", "decidedBy": "request:workflow"}}})
 		return fmt.Errorf("%s: %w", args[0], parseErr)
 	}
-	rt, err := wasmhost.New(ctx, wasmhost.Config{CacheDir: filepath.Join(st.Dir(), "wasm-cache")})
+	rt, err := a.Runtime(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close(context.WithoutCancel(ctx))
 	in, err := st.OpenRun(ctx, session, level)
 	if err != nil {
 		return err

@@ -8,9 +8,6 @@ import (
 	"github.com/agentgate/nmhost/mediator"
 )
 
-// currentAdmin is the administrator's rules in force now.
-func (s *server) currentAdmin() mediator.Admin { return *s.admin.Load() }
-
 // handleManagedPolicy takes the rules Chrome's enterprise policy put in
 // the extension's managed storage ({"policy": {...}}, the schema of
 // extension/managed_schema.json) and adds them to the machine's for this
@@ -30,15 +27,8 @@ func handleManagedPolicy(_ context.Context, s *server, req *request) (any, error
 			return nil, err
 		}
 	}
-	for {
-		old := s.admin.Load()
-		next := mediator.NewAdmin(s.opts.Admin).With(managed)
-		if s.admin.CompareAndSwap(old, &next) {
-			break
-		}
-	}
 	var r adminReply
-	r.set(s.currentAdmin().Policies())
+	r.set(s.app.SetManaged(managed).Policies())
 	return r, nil
 }
 
@@ -56,23 +46,4 @@ func (r *adminReply) set(ps []mediator.AdminPolicy) {
 	for _, p := range ps {
 		r.Policies = append(r.Policies, adminPolicyView{AdminPolicy: p, Source: p.Source})
 	}
-}
-
-// adminRefusesGrant refuses a grant the administrator blocks.
-func (s *server) adminRefusesGrant(perms ...mediator.Permission) error {
-	a := s.currentAdmin()
-	for _, perm := range perms {
-		if p, blocked := a.Blocked(perm); blocked {
-			return p.BlockedError(perm)
-		}
-	}
-	return nil
-}
-
-// adminRefusesLevel refuses a session level above the administrator's.
-func (s *server) adminRefusesLevel(level string) error {
-	if p, above := s.currentAdmin().LevelAbove(level); above {
-		return p.LevelError(level)
-	}
-	return nil
 }

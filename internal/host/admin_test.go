@@ -12,10 +12,8 @@ import (
 // anything reaches it) and cannot take the file's away.
 func TestAdminPolicyInHostMode(t *testing.T) {
 	can := newCanary(t)
-	h := newHarness(t, true, func(o *Options) {
-		o.Admin = mediator.AdminPolicy{BlockedPermissions: []mediator.Permission{mediator.PermClipboardRead}, MaxSessionLevel: mediator.LevelMedium,
-			Source: "admin file /etc/nmhost/policy.json"}
-	})
+	h := newHarness(t, true, withAdmin(t, mediator.AdminPolicy{BlockedPermissions: []mediator.Permission{mediator.PermClipboardRead}, MaxSessionLevel: mediator.LevelMedium,
+		Source: "admin file /etc/nmhost/policy.json"}))
 	h.install("reader", []string{"network.fetch", "console.log"}, true, hostPort(can.URL))
 	h.wantCode(h.call("grant", map[string]any{"agentId": "reader", "permission": "clipboard.read"}), mediator.CodeAdminPolicy)
 	h.wantCode(h.call("install-agent", map[string]any{"profile": map[string]any{"agentId": "clipper",

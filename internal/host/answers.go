@@ -14,7 +14,7 @@ func handlePreferenceDigest(ctx context.Context, s *server, req *request) (any, 
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.opts.Store.AllowAndLogDigest(ctx, agentID)
+	d, err := s.st.AllowAndLogDigest(ctx, agentID)
 	if err != nil {
 		return nil, err
 	}
@@ -39,8 +39,8 @@ func handleCheckAgent(ctx context.Context, s *server, req *request) (any, error)
 	if _, err := mediator.ParseLevel(p.Level); err != nil {
 		return nil, err
 	}
-	if _, err := s.opts.Store.Agent(ctx, p.AgentID); err != nil {
+	if _, err := s.st.Agent(ctx, p.AgentID); err != nil {
 		return nil, err
 	}
-	return selfcheck.Run(ctx, s.opts.Store.Dir(), p.AgentID, p.Level)
+	return selfcheck.Run(ctx, s.st.Dir(), p.AgentID, p.Level)
 }

@@ -32,11 +32,11 @@ func handleAuditCheckpoint(ctx context.Context, s *server, req *request) (any, e
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	signed, size, _, err := s.opts.Store.AuditCheckpoint(ctx)
+	signed, size, _, err := s.st.AuditCheckpoint(ctx)
 	if err != nil {
 		return nil, err
 	}
-	key, err := s.opts.Store.AuditVerifierKey()
+	key, err := s.st.AuditVerifierKey()
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func handleAuditConsistency(ctx context.Context, s *server, req *request) (any, 
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	ext, err := s.opts.Store.CheckAuditCheckpoint(ctx, []byte(p.Checkpoint))
+	ext, err := s.st.CheckAuditCheckpoint(ctx, []byte(p.Checkpoint))
 	if err != nil {
 		switch code := mediator.CodeOf(err); code {
 		case mediator.CodeAuditBadSignature, mediator.CodeAuditTruncated, mediator.CodeAuditInconsistent:

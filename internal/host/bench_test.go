@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/frame"
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
 
@@ -35,7 +36,7 @@ func servePipes(b *testing.B) (*frame.Writer, *frame.Reader) {
 	go func() {
 		defer close(done)
 		_ = Serve(context.Background(), inR, outW, Options{
-			Store: st, Fetcher: fetcher, Caller: Caller{Origin: testOrigin, Browser: "chromium"}, OriginAllowed: true,
+			App: testApp(b, st, fetcher, mediator.AdminPolicy{}), Caller: Caller{Origin: testOrigin, Browser: "chromium"}, OriginAllowed: true,
 		})
 		outW.Close()
 	}()

@@ -293,9 +293,7 @@ func refusalScenarios() []codeScenario {
 			w.h.call("run-agent", map[string]any{"agentId": "greedy"})
 		}},
 		{code: mediator.CodeAdminPolicy, entry: "grant, under an administrator's policy that blocks the permission", scenario: func(w *walk) {
-			governed := newHarness(w.t, true, func(o *Options) {
-				o.Admin = mediator.AdminPolicy{BlockedPermissions: []mediator.Permission{mediator.PermNetworkFetch}, Source: "admin file /etc/nmhost/policy.json"}
-			})
+			governed := newHarness(w.t, true, withAdmin(w.t, mediator.AdminPolicy{BlockedPermissions: []mediator.Permission{mediator.PermNetworkFetch}, Source: "admin file /etc/nmhost/policy.json"}))
 			governed.install("governed", []string{"console.log"}, true)
 			governed.call("grant", map[string]any{"agentId": "governed", "permission": "network.fetch"})
 			w.st = governed.st

@@ -1,25 +1,17 @@
 package host
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
-	"github.com/agentgate/nmhost/pyagent"
 )
-
-// MaxModuleBytes bounds an agent module carried by install-agent.
-const MaxModuleBytes = 32 << 20
-
-var wasmMagic = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 
 // helloData is hello's reply. Its members are in alphabetical order, as
 // the map it replaced encoded them.
@@ -76,25 +68,20 @@ func handleInstallAgent(ctx context.Context, s *server, req *request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	// A profile that requires what the administrator blocks could never
-	// run as it asks: refused now, saying whose rule it is.
-	if err := s.adminRefusesGrant(prof.Permissions.Required...); err != nil {
-		return nil, err
-	}
 	var mod []byte
 	switch {
 	case prof.IsPython() && p.Module != "":
 		// A Python agent's module is its source, as text.
 		mod = []byte(p.Module)
 	case p.Module != "":
-		if base64.StdEncoding.DecodedLen(len(p.Module)) > MaxModuleBytes {
-			return nil, mediator.Errorf(mediator.CodeTooLarge, "module is larger than %d bytes", MaxModuleBytes)
+		if base64.StdEncoding.DecodedLen(len(p.Module)) > app.MaxModuleBytes {
+			return nil, mediator.Errorf(mediator.CodeTooLarge, "module is larger than %d bytes", app.MaxModuleBytes)
 		}
 		if mod, err = base64.StdEncoding.DecodeString(p.Module); err != nil {
 			return nil, &mediator.Error{Code: mediator.CodeBadRequest, Msg: "module is not valid base64", Err: err}
 		}
 	}
-	rec, err := InstallAgent(ctx, s.opts.Store, prof, mod)
+	rec, err := s.app.Install(ctx, prof, mod)
 	if err != nil {
 		return nil, err
 	}
@@ -114,52 +101,6 @@ func handleInstallAgent(ctx context.Context, s *server, req *request) (any, erro
 	return rec, nil
 }
 
-// InstallAgent installs (or re-installs) an agent with its module, which
-// may be nil: the install-agent message and `nmhost run` both come here.
-func InstallAgent(ctx context.Context, st *store.Store, prof mediator.Profile, module []byte) (mediator.AgentRecord, error) {
-	// The ACL is validated now so a bad entry is refused at install, with
-	// its canonical form, rather than silently never matching later.
-	if _, err := netproxy.NewACL(prof.Capabilities.AllowedHosts); err != nil {
-		return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
-	}
-	var sha string
-	if module != nil {
-		if len(module) > MaxModuleBytes {
-			return mediator.AgentRecord{}, mediator.Errorf(mediator.CodeTooLarge, "module is larger than %d bytes", MaxModuleBytes)
-		}
-		if prof.IsPython() {
-			if err := pyagent.ValidSource(module); err != nil {
-				return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
-			}
-		} else if !bytes.HasPrefix(module, wasmMagic) {
-			return mediator.AgentRecord{}, mediator.Errorf(mediator.CodeBadRequest, "module is not a WebAssembly binary (version 1)")
-		}
-	}
-	if module != nil && prof.ModuleSHA256 != "" {
-		// The pin first: a module that is not the one the profile names
-		// is refused as that, before anything reads it.
-		if sum := sha256.Sum256(module); hex.EncodeToString(sum[:]) != prof.ModuleSHA256 {
-			return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", prof.AgentID, mediator.Errorf(mediator.CodeHashMismatch,
-				"the module's sha256 is %s but the profile pins %s", hex.EncodeToString(sum[:]), prof.ModuleSHA256))
-		}
-	}
-	prof, err := withPermissionSet(prof, module)
-	if err != nil {
-		return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
-	}
-	if module != nil {
-		var err error
-		if sha, err = st.PutModule(ctx, module); err != nil {
-			return mediator.AgentRecord{}, fmt.Errorf("agent[%s] module: %w", prof.AgentID, err)
-		}
-	}
-	rec, err := st.InstallAgent(ctx, prof, sha)
-	if err != nil {
-		return mediator.AgentRecord{}, fmt.Errorf("agent[%s]: %w", prof.AgentID, err)
-	}
-	return rec, nil
-}
-
 func handleGetAgentInfo(ctx context.Context, s *server, req *request) (any, error) {
 	var p agentParams
 	if err := req.decode(&p); err != nil {
@@ -168,11 +109,11 @@ func handleGetAgentInfo(ctx context.Context, s *server, req *request) (any, erro
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	return s.opts.Store.Agent(ctx, p.AgentID)
+	return s.st.Agent(ctx, p.AgentID)
 }
 
 func handleListAgents(ctx context.Context, s *server, _ *request) (any, error) {
-	agents, err := s.opts.Store.ListAgents(ctx)
+	agents, err := s.st.ListAgents(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +128,7 @@ func handleUninstallAgent(ctx context.Context, s *server, req *request) (any, er
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	if err := s.opts.Store.UninstallAgent(ctx, p.AgentID); err != nil {
+	if err := s.st.UninstallAgent(ctx, p.AgentID); err != nil {
 		return nil, fmt.Errorf("agent[%s]: %w", p.AgentID, err)
 	}
 	s.fetch.Forget(p.AgentID)
@@ -215,14 +156,7 @@ func handleGrant(ctx context.Context, s *server, req *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.adminRefusesGrant(perm); err != nil {
-		return nil, err
-	}
-	g, err := s.opts.Store.Grant(ctx, p.AgentID, perm)
-	if err != nil {
-		return nil, fmt.Errorf("agent[%s] grant[%s]: %w", p.AgentID, perm, err)
-	}
-	return g, nil
+	return s.app.Grant(ctx, p.AgentID, perm)
 }
 
 func handleRevoke(ctx context.Context, s *server, req *request) (any, error) {
@@ -234,9 +168,9 @@ func handleRevoke(ctx context.Context, s *server, req *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	existed, err := s.opts.Store.Revoke(ctx, p.AgentID, perm)
+	existed, err := s.app.Revoke(ctx, p.AgentID, perm)
 	if err != nil {
-		return nil, fmt.Errorf("agent[%s] revoke[%s]: %w", p.AgentID, perm, err)
+		return nil, err
 	}
 	return map[string]any{"agentId": p.AgentID, "permission": perm, "revoked": existed}, nil
 }
@@ -290,7 +224,7 @@ func handleListDenials(ctx context.Context, s *server, req *request) (any, error
 	if err := req.decode(&f); err != nil {
 		return nil, err
 	}
-	return s.opts.Store.ListDenials(ctx, f)
+	return s.st.ListDenials(ctx, f)
 }
 
 var codePattern = lazyRegexp(`^[a-z][a-z_]{0,63}$`)
@@ -312,7 +246,7 @@ func handleLogDenial(ctx context.Context, s *server, req *request) (any, error) 
 	}
 	p.Context.Layer = "extension"
 	p.Context.Origin = s.opts.Caller.Origin
-	d, err := s.opts.Store.LogDenial(ctx, mediator.Denial{AgentID: p.AgentID, Permission: p.Permission, Code: p.Code, Context: p.Context})
+	d, err := s.st.LogDenial(ctx, mediator.Denial{AgentID: p.AgentID, Permission: p.Permission, Code: p.Code, Context: p.Context})
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +275,7 @@ func handleListPreferences(ctx context.Context, s *server, req *request) (any, e
 	if err != nil {
 		return nil, err
 	}
-	prefs, err := s.opts.Store.ListPreferences(ctx, agentID)
+	prefs, err := s.st.ListPreferences(ctx, agentID)
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +293,7 @@ func handleRevokePreference(ctx context.Context, s *server, req *request) (any, 
 	if p.PreferenceID <= 0 {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "preferenceId must be an id from list-preferences")
 	}
-	ok, err := s.opts.Store.RevokePreference(ctx, p.PreferenceID)
+	ok, err := s.st.RevokePreference(ctx, p.PreferenceID)
 	if err != nil {
 		return nil, err
 	}
@@ -378,5 +312,5 @@ func handleListAudit(ctx context.Context, s *server, req *request) (any, error) 
 	if p.AfterSeq < 0 || p.Limit < 0 || p.Limit > store.MaxDenialPage {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "afterSeq must be >= 0 and limit in 0..%d", store.MaxDenialPage)
 	}
-	return s.opts.Store.ListAudit(ctx, p.AfterSeq, p.Limit, p.Tail)
+	return s.st.ListAudit(ctx, p.AfterSeq, p.Limit, p.Tail)
 }

@@ -71,7 +71,7 @@ func newHarnessStore(t *testing.T, allowed bool, st *store.Store, with ...func(*
 	h := &harness{t: t, st: st, in: inW, done: make(chan error, 1)}
 	go func() {
 		opts := Options{
-			Store: st, Fetcher: fetcher, Runtime: sharedRuntime(), Caller: Caller{Origin: testOrigin, Browser: "chromium"},
+			App: testApp(t, st, fetcher, mediator.AdminPolicy{}), Runtime: sharedRuntime(), Caller: Caller{Origin: testOrigin, Browser: "chromium"},
 			OriginAllowed: allowed, Version: "test",
 		}
 		for _, f := range with {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/frame"
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
 
@@ -27,7 +28,7 @@ func TestServeStopsWithoutItsRead(t *testing.T) {
 	served := make(chan error, 1)
 	go func() {
 		served <- Serve(ctx, inR, outW, Options{
-			Store: st, Fetcher: netproxy.New(netproxy.Config{}), Caller: Caller{Origin: testOrigin, Browser: "chromium"}, OriginAllowed: true,
+			App: testApp(t, st, netproxy.New(netproxy.Config{}), mediator.AdminPolicy{}), Caller: Caller{Origin: testOrigin, Browser: "chromium"}, OriginAllowed: true,
 		})
 		outW.Close()
 	}()

@@ -9,13 +9,12 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/internal/frame"
 	"github.com/agentgate/nmhost/internal/store"
 
 	"github.com/agentgate/nmhost/mediator"
-	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 	"github.com/agentgate/nmhost/workflow"
@@ -34,14 +33,14 @@ const MemoryLimit = 192 << 20
 // shape changes incompatibly.
 const ProtocolVersion = 2
 
-// Options configures Serve. Store and Fetcher are required (Authorizer
-// has a default, the policy over Store);
-// the rest have safe zero values.
+// Options configures Serve. App is required (Authorizer has a default,
+// the core's policy); the rest have safe zero values.
 type Options struct {
-	Store   *store.Store
-	Fetcher *netproxy.Fetcher
+	// App is the application core: the store, the fetcher, the admin
+	// rules and the operations whose rules every front end shares.
+	App *app.App
 	// Authorizer decides every agent operation after its grant and ACL
-	// checks. Default: mediator.Policy over Store, asking the user through
+	// checks. Default: the core's mediator.Policy, asking the user through
 	// the extension's prompt (safety classes, remembered answers, audit).
 	Authorizer mediator.Authorizer
 	// Runtime runs agent modules for run-agent; nil refuses run-agent.
@@ -69,10 +68,6 @@ type Options struct {
 	Version string
 	// Workflow is the data dir's workflow settings; nil: all on.
 	Workflow *workflow.Settings
-	// Admin is the machine's admin policy (adminpolicy.Load); the
-	// extension's managed storage adds its rules with managed-policy.
-	// The zero value sets none.
-	Admin mediator.AdminPolicy
 }
 
 type handlerFunc func(ctx context.Context, s *server, req *request) (any, error)
@@ -111,6 +106,8 @@ var handlers = map[string]handlerFunc{
 
 type server struct {
 	opts  Options
+	app   *app.App
+	st    *store.Store
 	out   *frame.Writer
 	log   *slog.Logger
 	fetch *agentfetch.Service
@@ -126,9 +123,6 @@ type server struct {
 	inputEnded chan struct{}
 	// inflight are the requests cancel-request may end (cancel.go).
 	inflight inflight
-	// admin is the administrator's rules in force: the machine's file,
-	// and what managed storage added (admin.go).
-	admin atomic.Pointer[mediator.Admin]
 }
 
 type request struct {
@@ -153,8 +147,8 @@ var nullID = json.RawMessage("null")
 // the caller must not read r afterwards, and what that read brings is
 // dropped.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
-	if opts.Store == nil || opts.Fetcher == nil {
-		return errors.New("host: Serve needs a Store and a Fetcher")
+	if opts.App == nil {
+		return errors.New("host: Serve needs the App")
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 64
@@ -166,16 +160,12 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &server{opts: opts, out: frame.NewWriter(w), log: log, broken: make(chan struct{}), inputEnded: make(chan struct{})}
+	s := &server{opts: opts, app: opts.App, st: opts.App.Store(), out: frame.NewWriter(w), log: log, broken: make(chan struct{}), inputEnded: make(chan struct{})}
 	s.peer.s = s
-	admin := mediator.NewAdmin(opts.Admin)
-	s.admin.Store(&admin)
 	if opts.Authorizer == nil {
-		s.opts.Authorizer = mediator.NewPolicy(opts.Store, mediator.PolicyOptions{Prompter: prompter{&s.peer}, Admin: s.currentAdmin})
+		s.opts.Authorizer = s.app.Policy(mediator.PolicyOptions{Prompter: prompter{&s.peer}})
 	}
-	fetch, err := agentfetch.New(agentfetch.Config{
-		Store: opts.Store, Fetcher: opts.Fetcher, Authorizer: s.opts.Authorizer, LogDenial: s.recordDenial, Admin: s.currentAdmin,
-	})
+	fetch, err := s.app.FetchService(s.opts.Authorizer, s.recordDenial)
 	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
@@ -282,7 +272,7 @@ func (s *server) recordDenial(ctx context.Context, d mediator.Denial) {
 		d.Context.Layer = "host"
 	}
 	// The record must be written even when the request's context is done.
-	if _, err := s.opts.Store.LogDenial(context.WithoutCancel(ctx), d); err != nil {
+	if _, err := s.st.LogDenial(context.WithoutCancel(ctx), d); err != nil {
 		s.log.Error("denial not recorded", "agent", d.AgentID, "permission", d.Permission, "code", d.Code, "err", err)
 	}
 }

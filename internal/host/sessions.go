@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
@@ -18,7 +17,7 @@ func handleListSessions(ctx context.Context, s *server, req *request) (any, erro
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	list, err := s.opts.Store.ListSessions(ctx)
+	list, err := s.st.ListSessions(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -51,15 +50,7 @@ func handleSetSession(ctx context.Context, s *server, req *request) (any, error)
 	if p.SessionID == "" {
 		p.SessionID = store.NewSessionID()
 	}
-	if err := s.adminRefusesLevel(p.Level); p.Level != "" && err != nil {
-		return nil, err
-	}
-	patch := map[string]string{}
-	if p.Level != "" {
-		patch["permissionLevel"] = p.Level
-	}
-	raw, _ := json.Marshal(patch)
-	set, err := s.opts.Store.UpdateSessionSettings(ctx, p.SessionID, raw)
+	set, err := s.app.SetSessionLevel(ctx, p.SessionID, p.Level)
 	if err != nil {
 		return nil, err
 	}

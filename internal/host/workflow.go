@@ -59,13 +59,13 @@ func handleRunWorkflow(ctx context.Context, s *server, req *request) (any, error
 	if spec.ID == "" {
 		spec.ID = "wf-" + strconv.FormatInt(workflowSeq.Add(1), 10)
 	}
-	in, err := s.opts.Store.OpenRun(ctx, p.SessionID, p.SessionLevel)
+	in, err := s.st.OpenRun(ctx, p.SessionID, p.SessionLevel)
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
 	sessionID, level, ws := in.Session, in.Level, in.Workspace
-	h := &flows.Host{Store: s.opts.Store, Policy: policy, Runtime: s.opts.Runtime, Fetch: s.fetch,
+	h := &flows.Host{Store: s.st, Policy: policy, Runtime: s.opts.Runtime, Fetch: s.fetch,
 		LogDenial: s.recordDenial, SessionLevel: level, Workspace: ws, SessionID: sessionID,
 		Browser: func(agentID string) wasmhost.Browser {
 			return &Browser{peer: &s.peer, agentID: agentID, timeout: DefaultBrowserTimeout}

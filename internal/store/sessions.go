@@ -64,6 +64,15 @@ type workspacePatch struct {
 // workspace that is not an object or names another mode or root
 // (bad_request). The workspace directory is created (0700) on the way.
 func (s *Store) UpdateSessionSettings(ctx context.Context, id string, patch []byte) (mediator.SessionSettings, error) {
+	return s.UpdateSessionSettingsIf(ctx, id, patch, nil)
+}
+
+// UpdateSessionSettingsIf is UpdateSessionSettings that stores the
+// settings the patch makes only when admit, given them inside the
+// transaction, returns nil; its error is returned as it is. The rules
+// that bound a session's settings belong to the caller (internal/app):
+// the store only persists.
+func (s *Store) UpdateSessionSettingsIf(ctx context.Context, id string, patch []byte, admit func(mediator.SessionSettings) error) (mediator.SessionSettings, error) {
 	if err := mediator.ValidSessionID(id); err != nil {
 		return mediator.SessionSettings{}, err
 	}
@@ -93,6 +102,11 @@ func (s *Store) UpdateSessionSettings(ctx context.Context, id string, patch []by
 			out.PermissionLevel = *p.PermissionLevel
 		}
 		out.Workspace = mediator.SessionWorkspace{Mode: mediator.WorkspaceModeSession, RootDir: root}
+		if admit != nil {
+			if err := admit(out); err != nil {
+				return refusal{err}
+			}
+		}
 		b, err := json.Marshal(out)
 		if err != nil {
 			return err
@@ -102,11 +116,18 @@ func (s *Store) UpdateSessionSettings(ctx context.Context, id string, patch []by
 			ON CONFLICT (session_id) DO UPDATE SET settings = excluded.settings, updated_at = excluded.updated_at`, id, string(b), now, now)
 		return err
 	})
+	if r := (refusal{}); errors.As(err, &r) {
+		return mediator.SessionSettings{}, r.error
+	}
 	if err != nil {
 		return mediator.SessionSettings{}, fmt.Errorf("session[%s]: update settings: %w", id, err)
 	}
 	return out, nil
 }
+
+// refusal carries an admit function's error out of a transaction
+// unwrapped, so the caller gets it as the rule returned it.
+type refusal struct{ error }
 
 func (s *Store) parseSessionPatch(id string, patch []byte) (sessionPatch, error) {
 	var p sessionPatch

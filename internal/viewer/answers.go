@@ -36,7 +36,7 @@ func (s *Server) handlePreferences(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 0, err)
 		return
 	}
-	prefs, err := s.cfg.Store.ListPreferences(r.Context(), agent)
+	prefs, err := s.st.ListPreferences(r.Context(), agent)
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -50,7 +50,7 @@ func (s *Server) handlePreferenceDigest(w http.ResponseWriter, r *http.Request) 
 		writeError(w, 0, err)
 		return
 	}
-	d, err := s.cfg.Store.AllowAndLogDigest(r.Context(), agent)
+	d, err := s.st.AllowAndLogDigest(r.Context(), agent)
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -75,7 +75,7 @@ func (s *Server) handleRevokePreference(w http.ResponseWriter, r *http.Request) 
 		writeError(w, 0, mediator.Errorf(mediator.CodeBadRequest, "preferenceId must be an id from /api/preferences"))
 		return
 	}
-	revoked, err := s.cfg.Store.RevokePreference(r.Context(), body.PreferenceID)
+	revoked, err := s.st.RevokePreference(r.Context(), body.PreferenceID)
 	if err != nil {
 		writeError(w, 0, err)
 		return

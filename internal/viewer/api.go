@@ -201,7 +201,7 @@ const searchScanLimit = 20_000
 // scan budget is spent.
 func (s *Server) page(r *http.Request, dq denialQuery) (store.DenialPage, error) {
 	if dq.search == "" {
-		return s.cfg.Store.ListDenials(r.Context(), dq.filter)
+		return s.st.ListDenials(r.Context(), dq.filter)
 	}
 	want := dq.filter.Limit
 	if want <= 0 {
@@ -212,7 +212,7 @@ func (s *Server) page(r *http.Request, dq denialQuery) (store.DenialPage, error)
 	out := store.DenialPage{Denials: []mediator.Denial{}}
 	scanned := 0
 	for {
-		p, err := s.cfg.Store.ListDenials(r.Context(), f)
+		p, err := s.st.ListDenials(r.Context(), f)
 		if err != nil {
 			return store.DenialPage{}, err
 		}
@@ -287,7 +287,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	}
 	dq.filter.Limit = store.MaxDenialPage
 	// Fetch the first page before committing to a 200.
-	p, err := s.cfg.Store.ListDenials(r.Context(), dq.filter)
+	p, err := s.st.ListDenials(r.Context(), dq.filter)
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -327,7 +327,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		dq.filter.BeforeID = p.NextBeforeID
-		if p, err = s.cfg.Store.ListDenials(r.Context(), dq.filter); err != nil {
+		if p, err = s.st.ListDenials(r.Context(), dq.filter); err != nil {
 			s.log.Warn("export cut short", "err", err)
 			return
 		}
@@ -346,7 +346,7 @@ func target(d mediator.Denial) string {
 }
 
 func (s *Server) handleAgents(w http.ResponseWriter, r *http.Request) {
-	agents, err := s.cfg.Store.ListAgents(r.Context())
+	agents, err := s.st.ListAgents(r.Context())
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -360,7 +360,7 @@ func (s *Server) handleAgent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, mediator.Errorf(mediator.CodeUnknownAgent, "no agent %q", clip(id, 64)))
 		return
 	}
-	rec, err := s.cfg.Store.Agent(r.Context(), id)
+	rec, err := s.st.Agent(r.Context(), id)
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -382,12 +382,12 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 0, err)
 		return
 	}
-	revoked, err := s.cfg.Store.Revoke(r.Context(), id, perm)
+	revoked, err := s.app.Revoke(r.Context(), id, perm)
 	if err != nil {
 		writeError(w, 0, err)
 		return
 	}
-	rec, err := s.cfg.Store.Agent(r.Context(), id)
+	rec, err := s.st.Agent(r.Context(), id)
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -405,7 +405,7 @@ type settingsReply struct {
 
 func (s *Server) handleGetSettings(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	set, err := s.cfg.Store.SessionSettings(r.Context(), id)
+	set, err := s.st.SessionSettings(r.Context(), id)
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -430,7 +430,7 @@ func (s *Server) handlePutSettings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 0, mediator.Errorf(mediator.CodeBadRequest, `the body must be {"settings":{...}}`))
 		return
 	}
-	set, err := s.cfg.Store.UpdateSessionSettings(r.Context(), id, body.Settings)
+	set, err := s.app.UpdateSessionSettings(r.Context(), id, body.Settings)
 	if err != nil {
 		writeError(w, 0, err)
 		return

@@ -23,12 +23,12 @@ type auditCheckpointReply struct {
 }
 
 func (s *Server) handleAuditCheckpoint(w http.ResponseWriter, r *http.Request) {
-	signed, size, _, err := s.cfg.Store.AuditCheckpoint(r.Context())
+	signed, size, _, err := s.st.AuditCheckpoint(r.Context())
 	if err != nil {
 		writeError(w, 0, err)
 		return
 	}
-	key, err := s.cfg.Store.AuditVerifierKey()
+	key, err := s.st.AuditVerifierKey()
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -60,7 +60,7 @@ func (s *Server) handleAuditConsistency(w http.ResponseWriter, r *http.Request) 
 		writeError(w, 0, err)
 		return
 	}
-	ext, err := s.cfg.Store.CheckAuditCheckpoint(r.Context(), []byte(body.Checkpoint))
+	ext, err := s.st.CheckAuditCheckpoint(r.Context(), []byte(body.Checkpoint))
 	if err != nil {
 		s.log.Warn("audit checkpoint refused", "err", err)
 		writeError(w, 0, err)

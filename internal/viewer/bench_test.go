@@ -75,7 +75,7 @@ func benchViewer(b *testing.B, fill int, tweak func(*Config)) (base string, tok 
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := Config{Store: st, Token: token}
+	cfg := Config{App: testApp(b, st), Token: token}
 	if tweak != nil {
 		tweak(&cfg)
 	}

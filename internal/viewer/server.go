@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
@@ -25,7 +26,9 @@ import (
 // Config configures a viewer Server. Store and Token are required; every
 // other field has a safe zero value.
 type Config struct {
-	Store *store.Store
+	// App is the application core (required): the store, and the
+	// operations whose rules every front end shares.
+	App *app.App
 	// Token admits requests. The zero Token admits none.
 	Token Token
 
@@ -83,6 +86,8 @@ const (
 // Serve.
 type Server struct {
 	cfg  Config
+	app  *app.App
+	st   *store.Store
 	log  *slog.Logger
 	hub  *hub
 	port string // the listening port, set by Serve before any request
@@ -95,8 +100,8 @@ type Server struct {
 
 // New checks cfg and returns a Server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("viewer: Config.Store is required")
+	if cfg.App == nil {
+		return nil, errors.New("viewer: Config.App is required")
 	}
 	if cfg.Token.s == "" {
 		return nil, errors.New("viewer: Config.Token is required")
@@ -111,14 +116,14 @@ func New(cfg Config) (*Server, error) {
 		cfg.WriteTimeout = 10 * time.Second
 	}
 	if cfg.Authorizer == nil {
-		cfg.Authorizer = mediator.NewPolicy(cfg.Store, mediator.PolicyOptions{})
+		cfg.Authorizer = cfg.App.Policy(mediator.PolicyOptions{})
 	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: log, crossOrigin: http.NewCrossOriginProtection()}
-	s.hub = newHub(cfg.Store, cfg.PollInterval, log)
+	s := &Server{cfg: cfg, app: cfg.App, st: cfg.App.Store(), log: log, crossOrigin: http.NewCrossOriginProtection()}
+	s.hub = newHub(s.st, cfg.PollInterval, log)
 	s.routes()
 	return s, nil
 }

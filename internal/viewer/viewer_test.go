@@ -42,7 +42,7 @@ func newTestViewer(t *testing.T, tweak func(*Config)) *testViewer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Store: st, Token: token, PollInterval: 20 * time.Millisecond}
+	cfg := Config{App: testApp(t, st), Token: token, PollInterval: 20 * time.Millisecond}
 	if tweak != nil {
 		tweak(&cfg)
 	}

@@ -56,7 +56,7 @@ func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
 			spec.ID = "session"
 		}
 	}
-	h := &flows.Host{Store: s.cfg.Store, Policy: policy, Runtime: s.cfg.Runtime, Fetch: s.cfg.Fetch, SessionLevel: level, SessionID: msg.SessionID,
+	h := &flows.Host{Store: s.st, Policy: policy, Runtime: s.cfg.Runtime, Fetch: s.cfg.Fetch, SessionLevel: level, SessionID: msg.SessionID,
 		Workspace: ws, LogDenial: s.gatewayDenials(msg.SessionID)}
 	settings := workflow.DefaultSettings()
 	if s.cfg.Workflow != nil {

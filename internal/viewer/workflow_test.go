@@ -32,9 +32,9 @@ func TestRunWorkflowOverTheGateway(t *testing.T) {
 	}
 	defer rt.Close(context.Background())
 	v := newTestViewer(t, func(c *Config) {
-		policy := mediator.NewPolicy(c.Store, mediator.PolicyOptions{})
-		fetch, err := agentfetch.New(agentfetch.Config{Store: c.Store, Fetcher: netproxy.New(netproxy.Config{}), Authorizer: policy,
-			LogDenial: func(ctx context.Context, d mediator.Denial) { c.Store.LogDenial(ctx, d) }})
+		policy := mediator.NewPolicy(c.App.Store(), mediator.PolicyOptions{})
+		fetch, err := agentfetch.New(agentfetch.Config{Store: c.App.Store(), Fetcher: netproxy.New(netproxy.Config{}), Authorizer: policy,
+			LogDenial: func(ctx context.Context, d mediator.Denial) { c.App.Store().LogDenial(ctx, d) }})
 		if err != nil {
 			t.Fatal(err)
 		}

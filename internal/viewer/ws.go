@@ -219,7 +219,7 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 		e.RunID, e.SessionID, e.AgentID = msg.RunID, msg.SessionID, msg.AgentID
 		return e
 	}
-	deps := runs.Deps{Store: s.cfg.Store, Runtime: s.cfg.Runtime, Authorizer: s.cfg.Authorizer, Fetch: s.cfg.Fetch,
+	deps := runs.Deps{Store: s.st, Runtime: s.cfg.Runtime, Authorizer: s.cfg.Authorizer, Fetch: s.cfg.Fetch,
 		LogDenial: s.gatewayDenials(msg.SessionID)}
 	out, err := deps.Run(ctx, runs.Request{AgentID: msg.AgentID, Input: msg.Input, Session: &in,
 		Events: func(e wasmhost.Event) {
@@ -244,7 +244,7 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 // and so in every message of the run. The caller closes the run; on
 // failure the client has been told and ok is false.
 func (s *Server) openRun(ctx context.Context, c *client, msg *wsMessage) (in store.Run, ok bool) {
-	in, err := s.cfg.Store.OpenRun(ctx, msg.SessionID, msg.PermissionLevel)
+	in, err := s.st.OpenRun(ctx, msg.SessionID, msg.PermissionLevel)
 	if err != nil {
 		runFailed(c, *msg, err)
 		return store.Run{}, false
@@ -270,7 +270,7 @@ func (s *Server) gatewayDenials(session string) func(ctx context.Context, d medi
 			d.Context.Details = map[string]string{}
 		}
 		d.Context.Details["session"] = session
-		if _, err := s.cfg.Store.LogDenial(context.WithoutCancel(ctx), d); err != nil {
+		if _, err := s.st.LogDenial(context.WithoutCancel(ctx), d); err != nil {
 			s.log.Error("recording a denial failed", "agent", d.AgentID, "err", err)
 		}
 	}

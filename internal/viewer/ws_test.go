@@ -279,9 +279,9 @@ func TestRunInSessionContext(t *testing.T) {
 	defer rt.Close(context.Background())
 	v := newTestViewer(t, func(c *Config) {
 		fetcher := netproxy.New(netproxy.Config{Resolver: testwasm.Resolver{"rebind.test": {netip.MustParseAddr("127.0.0.1")}}})
-		policy := mediator.NewPolicy(c.Store, mediator.PolicyOptions{})
-		fetch, err := agentfetch.New(agentfetch.Config{Store: c.Store, Fetcher: fetcher, Authorizer: policy,
-			LogDenial: func(ctx context.Context, d mediator.Denial) { c.Store.LogDenial(ctx, d) }})
+		policy := mediator.NewPolicy(c.App.Store(), mediator.PolicyOptions{})
+		fetch, err := agentfetch.New(agentfetch.Config{Store: c.App.Store(), Fetcher: fetcher, Authorizer: policy,
+			LogDenial: func(ctx context.Context, d mediator.Denial) { c.App.Store().LogDenial(ctx, d) }})
 		if err != nil {
 			t.Fatal(err)
 		}

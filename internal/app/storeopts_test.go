@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ func TestStoreOptionsFromConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := storeOptionsOf(c.cfg, c.err)
+			got := storeOptions(c.cfg, c.err)
 			if got.Durability != c.want.Durability || got.AuditCalls != c.want.AuditCalls || got.SyncWindow != c.want.SyncWindow {
 				t.Fatalf("options %+v; want %+v", got, c.want)
 			}
@@ -51,14 +51,14 @@ func TestStoreOptionsFromConfig(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, datadir.ConfigFile), []byte(`{"allowedOrigins": [], "audit": {"durability": "strict"}}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if got := storeOptionsIn(dir); got.Durability != mediator.DurabilityStrict {
+		if got := storeOptions(datadir.LoadConfig(dir)); got.Durability != mediator.DurabilityStrict {
 			t.Fatalf("options %+v; want strict", got)
 		}
 		// A misspelt member makes the config unreadable: the careful settings.
 		if err := os.WriteFile(filepath.Join(dir, datadir.ConfigFile), []byte(`{"audit": {"durabilty": "written"}}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if got := storeOptionsIn(dir); got.Durability != mediator.DurabilityStrict || got.AuditCalls != mediator.AuditCallsPerCall {
+		if got := storeOptions(datadir.LoadConfig(dir)); got.Durability != mediator.DurabilityStrict || got.AuditCalls != mediator.AuditCallsPerCall {
 			t.Fatalf("options %+v; want strict and per-call", got)
 		}
 	})

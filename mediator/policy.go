@@ -348,7 +348,7 @@ func (p *Policy) decideAndRecord(ctx context.Context, op Operation, bar *AuditBa
 		}
 		return e
 	}
-	if allowed && bar != nil && rule.LocalOnly() {
+	if allowed && bar != nil && trailsItsCall(op, rule) {
 		// Nothing leaves the host before the run reports, and the run
 		// reports only after its barrier: the record may trail the call.
 		t := queue.EnqueueAudit(ctx, entry, nil)
@@ -470,4 +470,14 @@ func codeOrInternal(c Code) Code {
 		return CodeInternal
 	}
 	return c
+}
+
+// trailsItsCall reports whether op's decision record may become durable
+// after op runs (under a run's barrier): only an operation that reads and
+// stays on the machine. A shell step is judged by what it does, not by
+// its command's row: "echo x > f" writes a file, which outlives a crash
+// of the host, so its record must be written (on disk, under strict)
+// before the file is.
+func trailsItsCall(op Operation, rule OperationRule) bool {
+	return rule.LocalOnly() && (op.Shell == nil || !op.Shell.Writes && !op.Shell.WritesOutside)
 }

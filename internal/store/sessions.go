@@ -46,14 +46,31 @@ func (s *Store) SessionSettings(ctx context.Context, id string) (mediator.Sessio
 
 // sessionPatch is the untrusted settings object of a PUT. Pointers tell
 // "absent" (keep) from "present".
+// sessionPatch is a settings patch. The session API's published names
+// (permission_level, root_dir) are its contract too, beside the
+// project's camelCase ones: either spelling of a member, never both.
 type sessionPatch struct {
-	PermissionLevel *string         `json:"permissionLevel"`
-	Workspace       json.RawMessage `json:"workspace"`
+	PermissionLevel       *string         `json:"permissionLevel"`
+	PermissionLevelDesign *string         `json:"permission_level"`
+	Workspace             json.RawMessage `json:"workspace"`
 }
 
 type workspacePatch struct {
-	Mode    *string `json:"mode"`
-	RootDir *string `json:"rootDir"`
+	Mode          *string `json:"mode"`
+	RootDir       *string `json:"rootDir"`
+	RootDirDesign *string `json:"root_dir"`
+}
+
+// oneOf is whichever of two spellings of a member is set; both set is
+// refused, so no reader can take one while another takes the other.
+func oneOf(camel, published *string, name string) (*string, error) {
+	if camel != nil && published != nil {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "settings name %s twice (in both spellings)", name)
+	}
+	if camel != nil {
+		return camel, nil
+	}
+	return published, nil
 }
 
 // UpdateSessionSettings merges patch, the JSON object under "settings" in a
@@ -137,6 +154,10 @@ func (s *Store) parseSessionPatch(id string, patch []byte) (sessionPatch, error)
 	if err := decodeStrict(patch, &p); err != nil {
 		return p, mediator.Errorf(mediator.CodeBadRequest, "settings must be a JSON object with permissionLevel and workspace: %v", err)
 	}
+	var err error
+	if p.PermissionLevel, err = oneOf(p.PermissionLevel, p.PermissionLevelDesign, "permissionLevel"); err != nil {
+		return p, err
+	}
 	if p.PermissionLevel != nil {
 		if *p.PermissionLevel == "" {
 			return p, mediator.Errorf(mediator.CodeInvalidLevel, "permissionLevel must be low, medium or high, not empty")
@@ -152,6 +173,9 @@ func (s *Store) parseSessionPatch(id string, patch []byte) (sessionPatch, error)
 		var w workspacePatch
 		if err := decodeStrict(p.Workspace, &w); err != nil {
 			return p, mediator.Errorf(mediator.CodeBadRequest, "workspace: %v", err)
+		}
+		if w.RootDir, err = oneOf(w.RootDir, w.RootDirDesign, "workspace.rootDir"); err != nil {
+			return p, err
 		}
 		if w.Mode != nil && *w.Mode != mediator.WorkspaceModeSession {
 			return p, mediator.Errorf(mediator.CodeBadRequest, "workspace mode %q is not supported; the only mode is %q", mediator.Truncate(*w.Mode, 32), mediator.WorkspaceModeSession)

@@ -403,6 +403,30 @@ type settingsReply struct {
 	Settings  mediator.SessionSettings `json:"settings"`
 }
 
+// MarshalJSON answers in both spellings: the project's camelCase names and
+// the session API's published ones (session_id, permission_level,
+// root_dir), so a client written to either contract reads its own.
+func (r settingsReply) MarshalJSON() ([]byte, error) {
+	type workspace struct {
+		Mode             string `json:"mode"`
+		RootDir          string `json:"rootDir"`
+		RootDirPublished string `json:"root_dir"`
+	}
+	type settings struct {
+		PermissionLevel          string    `json:"permissionLevel"`
+		PermissionLevelPublished string    `json:"permission_level"`
+		Workspace                workspace `json:"workspace"`
+	}
+	set := r.Settings
+	return json.Marshal(struct {
+		OK                 bool     `json:"ok"`
+		SessionID          string   `json:"sessionId"`
+		SessionIDPublished string   `json:"session_id"`
+		Settings           settings `json:"settings"`
+	}{r.OK, r.SessionID, r.SessionID, settings{set.PermissionLevel, set.PermissionLevel,
+		workspace{set.Workspace.Mode, set.Workspace.RootDir, set.Workspace.RootDir}}})
+}
+
 func (s *Server) handleGetSettings(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	set, err := s.st.SessionSettings(r.Context(), id)

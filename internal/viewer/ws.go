@@ -142,6 +142,10 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 			c.sendJSON(wsError{Type: "error", Code: mediator.CodeBadRequest, Error: "malformed JSON message (names match exactly; no unknown, repeated or case-variant members): " + err.Error()})
 			continue
 		}
+		if err := msg.published(); err != nil {
+			c.sendJSON(wsError{Type: "error", RunID: msg.RunID, Code: mediator.CodeOf(err), Error: mediator.MessageOf(err)})
+			continue
+		}
 		switch msg.Type {
 		case "run", "run-workflow":
 			select {
@@ -178,9 +182,32 @@ type wsMessage struct {
 	AgentID         string `json:"agentId"`
 	PermissionLevel string `json:"permissionLevel"`
 	Input           string `json:"input"`
+	// The session API's published names for the same two members; a
+	// message may use either spelling of each, never both.
+	SessionIDPublished       string `json:"session_id"`
+	PermissionLevelPublished string `json:"permission_level"`
 	// Workflow is a run-workflow message's graph (docs/permissions.md,
 	// "Workflows").
 	Workflow json.RawMessage `json:"workflow,omitempty"`
+}
+
+// published takes the session API's published names into the camelCase
+// ones: either spelling of a member, never both (a message that says two
+// levels is refused, not read one way here and another there).
+func (m *wsMessage) published() error {
+	for _, f := range []struct {
+		camel, published *string
+		name             string
+	}{{&m.SessionID, &m.SessionIDPublished, "sessionId"}, {&m.PermissionLevel, &m.PermissionLevelPublished, "permissionLevel"}} {
+		if *f.published == "" {
+			continue
+		}
+		if *f.camel != "" {
+			return mediator.Errorf(mediator.CodeBadRequest, "the message names %s twice (in both spellings)", f.name)
+		}
+		*f.camel, *f.published = *f.published, ""
+	}
+	return nil
 }
 
 type wsError struct {

@@ -70,7 +70,7 @@ var logProfile = map[string]any{"agentId": "logger", "permissions": map[string]a
 // (ns/op - the one-call run's ns/op) / 8,999: what a call costs once the
 // run's fixed cost (a store opened and an agent installed, for `nmhost
 // run`) is set apart. The calls themselves take the same path through
-// every entry point (internal/runs), so their marginal costs agree.
+// every entry point (internal/app/runs), so their marginal costs agree.
 func BenchmarkLogCallEntryPoints(b *testing.B) {
 	module, one := logAgent(entryLogCalls), logAgent(1)
 	var base float64

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/agentgate/nmhost/internal/adminpolicy"
+	"github.com/agentgate/nmhost/internal/app/flows"
+	"github.com/agentgate/nmhost/internal/app/runs"
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
@@ -177,10 +179,24 @@ func (a *App) RuntimeConfig() wasmhost.Config {
 	return wasmhost.Config{CacheDir: filepath.Join(a.Dir(), "wasm-cache"), MaxGuestMemory: a.cfg.MaxGuestMemory}
 }
 
-// Store is the store, for the operations not yet moved into the core.
-// Rules never go through it: a front end that changes grants, sessions
-// or answers calls the App's operation instead (internal/archcheck).
+// Store is the store, for the core's own packages (internal/app/...).
+// A front end reads through the views (records.go) and changes grants,
+// installs and sessions through the App's operations, never through
+// this (internal/archcheck, TestRulesLiveInTheCore).
 func (a *App) Store() *store.Store { return a.st }
+
+// Runs is d with this App's store: every run a front end starts goes
+// through the one run constructor over the core's records.
+func (a *App) Runs(d runs.Deps) runs.Deps {
+	d.Store = a.st
+	return d
+}
+
+// Flows is h with this App's store, for a workflow's runs.
+func (a *App) Flows(h *flows.Host) *flows.Host {
+	h.Store = a.st
+	return h
+}
 
 // Fetcher is the configured fetcher.
 func (a *App) Fetcher() *netproxy.Fetcher { return a.fetcher }

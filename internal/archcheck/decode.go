@@ -14,7 +14,7 @@ import (
 // (mediator.DecodeExact), so a member given twice, in another case, or
 // unknown cannot read one way to a person and another to the host.
 func untrustedInput() []string {
-	return []string{"internal/host", "internal/viewer", "internal/flows", "wasmhost", "netproxy", "netproxy/agentfetch",
+	return []string{"internal/host", "internal/viewer", "internal/app/flows", "wasmhost", "netproxy", "netproxy/agentfetch",
 		"pyagent", "workflow", "shell", "workspace", "mediator", "auditlog"}
 }
 

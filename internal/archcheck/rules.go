@@ -37,7 +37,7 @@ func core() []string {
 // imports none of them.
 func engines() []string {
 	return []string{"wasmhost", "netproxy", "netproxy/agentfetch", "workflow", "pyagent", "shell",
-		"internal/host", "internal/viewer", "internal/cli", "internal/flows"}
+		"internal/host", "internal/viewer", "internal/cli", "internal/app/flows"}
 }
 
 // Check applies the rules to g:

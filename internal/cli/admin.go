@@ -44,12 +44,12 @@ func runPolicyList(ctx context.Context, env Env) error {
 	}
 	// The core reads the administrator's file, and refuses one it cannot
 	// trust, as every other door does.
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	policies := a.Admin().Policies()
+	defer core.Close(context.WithoutCancel(ctx))
+	policies := core.Admin().Policies()
 	type rule struct {
 		Source string `json:"source"`
 		Rule   string `json:"rule"`
@@ -73,8 +73,7 @@ func runPolicyList(ctx context.Context, env Env) error {
 			add(admin.Source, "exportEndpoint", admin.ExportEndpoint)
 		}
 	}
-	st := a.Store()
-	agents, err := st.ListAgents(ctx)
+	agents, err := core.Agents().ListAgents(ctx)
 	if err != nil {
 		return err
 	}
@@ -82,7 +81,7 @@ func runPolicyList(ctx context.Context, env Env) error {
 		for _, g := range a.Grants {
 			add("user", "grant", a.Profile.AgentID+" "+string(g.Permission))
 		}
-		prefs, err := st.ListPreferences(ctx, a.Profile.AgentID)
+		prefs, err := core.Answers().ListPreferences(ctx, a.Profile.AgentID)
 		if err != nil {
 			return err
 		}

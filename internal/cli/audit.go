@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -28,13 +28,12 @@ func runAuditTail(ctx context.Context, env Env) error {
 	if n < 1 || n > maxTail {
 		return usagef("audit tail", "-n %d is out of range: 1-%d", n, maxTail)
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
-	page, err := st.ListAudit(ctx, 0, n, true)
+	defer core.Close(context.WithoutCancel(ctx))
+	page, err := core.Audit().ListAudit(ctx, 0, n, true)
 	if err != nil {
 		return err
 	}
@@ -79,7 +78,7 @@ func runAuditTail(ctx context.Context, env Env) error {
 			return nil
 		case <-t.C:
 		}
-		page, err := st.ListAudit(ctx, last, store.MaxDenialPage, false)
+		page, err := core.Audit().ListAudit(ctx, last, app.MaxDenialPage, false)
 		if err != nil {
 			return err
 		}

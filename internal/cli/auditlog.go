@@ -35,13 +35,12 @@ func runAuditKey(ctx context.Context, env Env) error {
 	if _, err := parse(specFor("audit key"), flag.NewFlagSet("audit key", flag.ContinueOnError), env); err != nil {
 		return err
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
-	vkey, err := st.AuditVerifierKey()
+	defer core.Close(context.WithoutCancel(ctx))
+	vkey, err := core.Audit().AuditVerifierKey()
 	if err != nil {
 		return err
 	}
@@ -56,13 +55,12 @@ func runAuditCheckpoint(ctx context.Context, env Env) error {
 	if _, err := parse(specFor("audit checkpoint"), flag.NewFlagSet("audit checkpoint", flag.ContinueOnError), env); err != nil {
 		return err
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
-	signed, size, _, err := st.AuditCheckpoint(ctx)
+	defer core.Close(context.WithoutCancel(ctx))
+	signed, size, _, err := core.Audit().AuditCheckpoint(ctx)
 	if err != nil {
 		return err
 	}
@@ -96,13 +94,12 @@ func runAuditVerifyCheckpoint(ctx context.Context, env Env) error {
 			return fmt.Errorf("%s is empty, not a checkpoint", cpFile)
 		}
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
-	rep, err := st.VerifyAudit(ctx, cp)
+	defer core.Close(context.WithoutCancel(ctx))
+	rep, err := core.Audit().VerifyAudit(ctx, cp)
 	if err != nil {
 		return err
 	}
@@ -137,13 +134,12 @@ func runAuditProve(ctx context.Context, env Env) error {
 	if err != nil || seq <= 0 {
 		return usagef("audit prove", "%q is not a record number (from nmhost audit tail)", args[0])
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
-	p, err := st.ProveAuditInclusion(ctx, seq)
+	defer core.Close(context.WithoutCancel(ctx))
+	p, err := core.Audit().ProveAuditInclusion(ctx, seq)
 	if err != nil {
 		return err
 	}

@@ -7,15 +7,15 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/agentgate/nmhost/internal/app/selfcheck"
 	"github.com/agentgate/nmhost/internal/datadir"
-	"github.com/agentgate/nmhost/internal/selfcheck"
 	"github.com/agentgate/nmhost/mediator"
 )
 
 // errCheckFailed: nmhost check printed a rule that did not fire.
 var errCheckFailed = errors.New("a rule did not fire")
 
-// runCheck is `nmhost check AGENT`: the self-check (internal/selfcheck)
+// runCheck is `nmhost check AGENT`: the self-check (internal/app/selfcheck)
 // of an installed agent, one line per rule. The options page's self-test
 // runs the same check through the host.
 func runCheck(ctx context.Context, env Env) error {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentgate/nmhost/internal/selfcheck"
+	"github.com/agentgate/nmhost/internal/app/selfcheck"
 )
 
 // TestPrintCheckFails: one rule that did not fire makes the command fail,

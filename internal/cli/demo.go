@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/nmclient"
-	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/manifest"
 	"github.com/agentgate/nmhost/mediator"
 )
@@ -206,7 +206,7 @@ func runDemo(ctx context.Context, env Env) error {
 	}
 	d.expect(r, "origin_not_allowed", "   list-agents from chrome-extension://pppp.../")
 
-	var page store.DenialPage
+	var page app.DenialPage
 	if err := d.call(ctx, p.Client, "list-denials", map[string]any{"limit": 100}, &page); err != nil {
 		return err
 	}

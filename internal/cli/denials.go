@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -30,7 +30,7 @@ func following(env Env) {
 
 func runDenials(ctx context.Context, env Env) error {
 	var (
-		f          store.DenialFilter
+		f          app.DenialFilter
 		code       string
 		since      string
 		until      string
@@ -43,14 +43,14 @@ func runDenials(ctx context.Context, env Env) error {
 	fs.StringVar(&code, "code", "", "only this reason code `C`, e.g. host_not_allowed")
 	fs.StringVar(&since, "since", "", "from this time `T`: RFC 3339, ms since the epoch, or a duration ago such as 1h")
 	fs.StringVar(&until, "until", "", "before this time `T` (same forms as --since)")
-	fs.IntVar(&f.Limit, "limit", 50, fmt.Sprintf("at most `N` records (the newest), 1-%d", store.MaxDenialPage))
+	fs.IntVar(&f.Limit, "limit", 50, fmt.Sprintf("at most `N` records (the newest), 1-%d", app.MaxDenialPage))
 	fs.BoolVar(&follow, "follow", false, "keep printing new denials as they are written, by any host process (Ctrl-C stops)")
 	fs.BoolVar(&jsonOutput, "json", false, "print JSON lines")
 	if _, err := parse(specFor("denials"), fs, env); err != nil {
 		return err
 	}
-	if f.Limit < 1 || f.Limit > store.MaxDenialPage {
-		return usagef("denials", "--limit %d is out of range: 1-%d", f.Limit, store.MaxDenialPage)
+	if f.Limit < 1 || f.Limit > app.MaxDenialPage {
+		return usagef("denials", "--limit %d is out of range: 1-%d", f.Limit, app.MaxDenialPage)
 	}
 	if code != "" && !slices.Contains(codeNames(), code) {
 		return usagef("denials", "--code %q is not a reason code; known: %s", mediator.Truncate(code, 40), strings.Join(codeNames(), ", "))
@@ -61,24 +61,23 @@ func runDenials(ctx context.Context, env Env) error {
 	f.Code = mediator.Code(code)
 	now := time.Now()
 	var err error
-	if f.Since, err = store.ParseFilterTime(since, now); err != nil {
+	if f.Since, err = app.ParseFilterTime(since, now); err != nil {
 		return usagef("denials", "--since: %s", mediator.MessageOf(err))
 	}
-	if f.Until, err = store.ParseFilterTime(until, now); err != nil {
+	if f.Until, err = app.ParseFilterTime(until, now); err != nil {
 		return usagef("denials", "--until: %s", mediator.MessageOf(err))
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
+	defer core.Close(context.WithoutCancel(ctx))
 
 	// The newest record of any kind is where the first page ends and
 	// --follow starts, so a record written meanwhile is printed once: by
 	// the page or by the follow, never by neither.
 	var top int64
-	newest, err := st.ListDenials(ctx, store.DenialFilter{Limit: 1})
+	newest, err := core.Denials().ListDenials(ctx, app.DenialFilter{Limit: 1})
 	if err != nil {
 		return err
 	}
@@ -89,7 +88,7 @@ func runDenials(ctx context.Context, env Env) error {
 	if top > 0 {
 		g := f
 		g.BeforeID = top + 1
-		page, err := st.ListDenials(ctx, g)
+		page, err := core.Denials().ListDenials(ctx, g)
 		if err != nil {
 			return err
 		}
@@ -119,8 +118,8 @@ func runDenials(ctx context.Context, env Env) error {
 		case <-t.C:
 		}
 		g := f
-		g.BeforeID, g.AfterID, g.Limit = 0, last, store.MaxDenialPage
-		page, err := st.ListDenials(ctx, g)
+		g.BeforeID, g.AfterID, g.Limit = 0, last, app.MaxDenialPage
+		page, err := core.Denials().ListDenials(ctx, g)
 		if err != nil {
 			return err
 		}

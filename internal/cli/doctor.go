@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/internal/datadir"
-	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/manifest"
 )
 
@@ -54,24 +54,24 @@ func runDoctor(ctx context.Context, env Env) error {
 		}
 	}
 	checks = append(checks, c)
-	st := manifest.Check{Name: "store " + filepath.Join(dir, store.DBFileName), OK: true, Detail: "opens"}
+	st := manifest.Check{Name: "store " + filepath.Join(dir, app.DBFileName), OK: true, Detail: "opens"}
 	// The sessions' memory is a file of its own that only memory
 	// operations open; checked here so that a broken one shows before an
 	// agent's first memory call fails on it.
-	mem := manifest.Check{Name: "memory " + filepath.Join(dir, store.MemoryDBFileName), OK: true, Detail: "opens"}
-	if s, err := store.Open(dir, store.Options{}); err != nil {
-		st.OK, st.Detail = false, err.Error()
+	mem := manifest.Check{Name: "memory " + filepath.Join(dir, app.MemoryDBFileName), OK: true, Detail: "opens"}
+	switch h := app.DiagnoseStore(ctx, dir); {
+	case !h.Opened:
+		st.OK, st.Detail = false, h.Store.Error()
 		mem.OK, mem.Detail = false, "not checked: the store does not open"
-	} else {
-		if _, err := s.ListAgents(ctx); err != nil {
-			st.OK, st.Detail = false, err.Error()
+	default:
+		if h.Store != nil {
+			st.OK, st.Detail = false, h.Store.Error()
 		}
-		if found, err := s.CheckMemory(ctx); err != nil {
-			mem.OK, mem.Detail = false, err.Error()
-		} else if !found {
+		if h.Memory != nil {
+			mem.OK, mem.Detail = false, h.Memory.Error()
+		} else if !h.MemoryFound {
 			mem.Detail = "none yet (made by the first memory write)"
 		}
-		s.Close()
 	}
 	checks = append(checks, st, mem)
 	ok := true

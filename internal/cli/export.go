@@ -37,16 +37,15 @@ func runExport(ctx context.Context, env Env) error {
 	if retryFor <= 0 {
 		return usagef("export", "--retry-for %s must be positive", retryFor)
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
+	defer core.Close(context.WithoutCancel(ctx))
 	o := export.Options{Endpoint: u, Follow: follow, RetryFor: retryFor, Version: Version,
 		Notify:    func(msg string) { fmt.Fprintf(env.Stderr, "nmhost export: %s\n", mediator.EscapeTerminal(msg)) },
 		Following: func() { following(env) }}
-	res, err := export.Run(ctx, st, o)
+	res, err := export.Run(ctx, core.Store(), o)
 	fmt.Fprintf(env.Stdout, "exported %d audit records, %d denials, %d checkpoints in %d requests to %s; acknowledged through record %d, denial %d\n",
 		res.Records, res.Denials, res.Checkpoints, res.Batches, u, res.Cursor.AuditSeq, res.Cursor.DenialID)
 	return err

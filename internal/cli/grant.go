@@ -23,20 +23,20 @@ func runGrant(ctx context.Context, env Env, grant bool) error {
 	if err != nil {
 		return usagef(name, "%s; known: %s", mediator.MessageOf(err), permissionNames())
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
+	defer core.Close(context.WithoutCancel(ctx))
 	if grant {
-		g, err := a.Grant(ctx, agent, perm)
+		g, err := core.Grant(ctx, agent, perm)
 		if err != nil {
 			return explainAgentErr(err, agent)
 		}
 		fmt.Fprintf(env.Stdout, "granted %s to %s (source %s)\n", perm, agent, g.Source)
 		return nil
 	}
-	existed, err := a.Revoke(ctx, agent, perm)
+	existed, err := core.Revoke(ctx, agent, perm)
 	if err != nil {
 		return explainAgentErr(err, agent)
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/agentgate/nmhost/internal/app"
-	"github.com/agentgate/nmhost/internal/flows"
+	"github.com/agentgate/nmhost/internal/app/flows"
 
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/host"
@@ -68,21 +68,21 @@ func runHost(ctx context.Context, env Env) int {
 	// opens the store (keeping the most records, the most carefully) and
 	// admits no one; the requests still get replies. A policy that cannot
 	// be trusted is not ignored: no host (fail closed).
-	a, err := app.Open(dir, app.Options{AdminPolicyPath: adminPolicyPath(), TolerateBadConfig: true,
+	core, err := app.Open(dir, app.Options{AdminPolicyPath: adminPolicyPath(), TolerateBadConfig: true,
 		Door: app.Door{Layer: "host", Origin: caller.Origin}})
 	if err != nil {
 		log.Error("the host does not run", "dir", dir, "err", err)
 		return 1
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	cfg := a.Config()
-	if err := a.ConfigErr(); err != nil {
+	defer core.Close(context.WithoutCancel(ctx))
+	cfg := core.Config()
+	if err := core.ConfigErr(); err != nil {
 		log.Error("config unreadable; no origin is allowed", "err", err)
 	}
-	allowed := callerErr == nil && a.ConfigErr() == nil && slices.Contains(cfg.AllowedOrigins, caller.Origin)
+	allowed := callerErr == nil && core.ConfigErr() == nil && slices.Contains(cfg.AllowedOrigins, caller.Origin)
 	// Creating the runtime compiles nothing; the first run-agent does, or
 	// loads the module from the cache an earlier process filled.
-	rt, err := a.Runtime(ctx)
+	rt, err := core.Runtime(ctx)
 	if err != nil {
 		log.Error("wasm runtime did not start", "err", err)
 		return 1
@@ -93,7 +93,7 @@ func runHost(ctx context.Context, env Env) int {
 	// stdin is read as it comes, blocking: Serve stops on ctx (a signal)
 	// without waiting for the read (host.intake says why).
 	err = host.Serve(ctx, env.Stdin, out, host.Options{
-		App: a, Runtime: rt, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version, Workflow: &wf,
+		App: core, Runtime: rt, Caller: caller, OriginAllowed: allowed, Log: log, Version: Version, Workflow: &wf,
 	})
 	if err != nil {
 		log.Error("host stopped", "err", err)

@@ -37,13 +37,12 @@ func runPrefsList(ctx context.Context, env Env) error {
 	if _, err := parse(specFor("prefs list"), fs, env); err != nil {
 		return err
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
-	prefs, err := st.ListPreferences(ctx, agent)
+	defer core.Close(context.WithoutCancel(ctx))
+	prefs, err := core.Answers().ListPreferences(ctx, agent)
 	if err != nil {
 		return err
 	}
@@ -107,13 +106,12 @@ func runPrefsRevoke(ctx context.Context, env Env) error {
 	if err != nil || id <= 0 {
 		return usagef("prefs revoke", "%q is not a preference id (a number from nmhost prefs list)", args[0])
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
-	ok, err := st.RevokePreference(ctx, id)
+	defer core.Close(context.WithoutCancel(ctx))
+	ok, err := core.Answers().RevokePreference(ctx, id)
 	if err != nil {
 		return err
 	}

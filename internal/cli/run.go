@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/agentgate/nmhost/internal/app"
+	"github.com/agentgate/nmhost/internal/app/runs"
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/pagefile"
-	"github.com/agentgate/nmhost/internal/runs"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
@@ -74,32 +74,31 @@ func runAgent(ctx context.Context, env Env) error {
 		browser = p
 	}
 
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
-	m, err := newMediation(a, prompter)
+	defer core.Close(context.WithoutCancel(ctx))
+	m, err := newMediation(core, prompter)
 	if err != nil {
 		return err
 	}
-	rec, err := install(ctx, env, a, prof, module, modulePath)
+	rec, err := install(ctx, env, core, prof, module, modulePath)
 	if err != nil {
 		return err
 	}
 	// The core's runtime, with the data dir's bounds (maxGuestMemory) as
 	// in host mode and the viewer.
-	rt, err := a.Runtime(ctx)
+	rt, err := core.Runtime(ctx)
 	if err != nil {
 		return err
 	}
 
 	terminal := writesToTerminal(env.Stdout)
-	// The same run as from the browser (internal/runs): the session, the
+	// The same run as from the browser (internal/app/runs): the session, the
 	// durability (log records trail their calls; the run reports once
 	// they are on disk) and the records, whoever asks.
-	deps := runs.Deps{Store: st, Runtime: rt, Authorizer: m.policy, Fetch: m.fetch, LogDenial: m.logDenial}
+	deps := core.Runs(runs.Deps{Runtime: rt, Authorizer: m.policy, Fetch: m.fetch, LogDenial: m.logDenial})
 	out, err := deps.Run(ctx, runs.Request{AgentID: prof.AgentID, Input: input, SessionID: session, Level: level, Module: module, Browser: browser,
 		Events: func(e wasmhost.Event) {
 			switch {
@@ -145,12 +144,12 @@ func runAgent(ctx context.Context, env Env) error {
 // install installs the agent as the run's first step and says on stderr
 // what the user should know: a revocation kept, or, when the profile or
 // module changed, what was granted again although they had revoked it.
-func install(ctx context.Context, env Env, a *app.App, prof mediator.Profile, module []byte, modulePath string) (mediator.AgentRecord, error) {
-	before, err := a.Store().Revocations(ctx, prof.AgentID)
+func install(ctx context.Context, env Env, core *app.App, prof mediator.Profile, module []byte, modulePath string) (mediator.AgentRecord, error) {
+	before, err := core.Agents().Revocations(ctx, prof.AgentID)
 	if err != nil {
 		return mediator.AgentRecord{}, err
 	}
-	rec, err := a.Install(ctx, prof, module)
+	rec, err := core.Install(ctx, prof, module)
 	if err != nil {
 		return mediator.AgentRecord{}, err
 	}
@@ -207,15 +206,15 @@ type mediation struct {
 	fetch     *agentfetch.Service
 }
 
-func newMediation(a *app.App, prompter mediator.Prompter) (*mediation, error) {
+func newMediation(core *app.App, prompter mediator.Prompter) (*mediation, error) {
 	// A run needs its config: an unreadable one stops it, rather than
 	// run without the bounds it sets.
-	if err := a.ConfigErr(); err != nil {
+	if err := core.ConfigErr(); err != nil {
 		return nil, err
 	}
-	m := &mediation{cfg: a.Config(), policy: a.Policy(mediator.PolicyOptions{Prompter: prompter})}
-	m.logDenial = func(ctx context.Context, d mediator.Denial) { a.LogDenial(ctx, "cli", d) }
+	m := &mediation{cfg: core.Config(), policy: core.Policy(mediator.PolicyOptions{Prompter: prompter})}
+	m.logDenial = func(ctx context.Context, d mediator.Denial) { core.LogDenial(ctx, "cli", d) }
 	var err error
-	m.fetch, err = a.FetchService(m.policy, m.logDenial)
+	m.fetch, err = core.FetchService(m.policy, m.logDenial)
 	return m, err
 }

@@ -12,7 +12,7 @@ import (
 	"strconv"
 
 	"github.com/agentgate/nmhost/internal/app"
-	"github.com/agentgate/nmhost/internal/flows"
+	"github.com/agentgate/nmhost/internal/app/flows"
 
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/viewer"
@@ -72,25 +72,25 @@ func runServe(ctx context.Context, env Env) error {
 	}
 	// The viewer's gateway runs agents with nobody to ask: the core's
 	// policy with no prompter denies what needs a person.
-	a, err := app.Open(dir, app.Options{AdminPolicyPath: adminPolicyPath(), Door: app.Door{Layer: "gateway"}})
+	core, err := app.Open(dir, app.Options{AdminPolicyPath: adminPolicyPath(), Door: app.Door{Layer: "gateway"}})
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	cfg := a.Config()
-	policy := a.Policy(mediator.PolicyOptions{})
-	fetch, err := a.FetchService(policy, func(ctx context.Context, d mediator.Denial) { a.LogDenial(ctx, "gateway", d) })
+	defer core.Close(context.WithoutCancel(ctx))
+	cfg := core.Config()
+	policy := core.Policy(mediator.PolicyOptions{})
+	fetch, err := core.FetchService(policy, func(ctx context.Context, d mediator.Denial) { core.LogDenial(ctx, "gateway", d) })
 	if err != nil {
 		return err
 	}
-	rt, err := a.Runtime(ctx)
+	rt, err := core.Runtime(ctx)
 	if err != nil {
 		return err
 	}
 
 	wf := flows.Settings(cfg)
 	srv, err := viewer.New(viewer.Config{
-		App: a, Token: token, Runtime: rt, Fetch: fetch, Authorizer: policy,
+		App: core, Token: token, Runtime: rt, Fetch: fetch, Authorizer: policy,
 		UnsafeBindHost: unsafeHost, Log: log, Workflow: &wf,
 	})
 	if err != nil {

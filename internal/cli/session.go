@@ -30,12 +30,12 @@ func runSessionSet(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	set, err := a.SetSessionLevel(ctx, args[0], level)
+	defer core.Close(context.WithoutCancel(ctx))
+	set, err := core.SetSessionLevel(ctx, args[0], level)
 	if err != nil {
 		return err
 	}
@@ -48,13 +48,12 @@ func runSessionShow(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
-	set, err := st.SessionSettings(ctx, args[0])
+	defer core.Close(context.WithoutCancel(ctx))
+	set, err := core.Sessions().SessionSettings(ctx, args[0])
 	if err != nil {
 		return err
 	}
@@ -71,13 +70,12 @@ func runSessionList(ctx context.Context, env Env) error {
 	if _, err := parse(specFor("session list"), fs, env); err != nil {
 		return err
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
-	list, err := st.ListSessions(ctx)
+	defer core.Close(context.WithoutCancel(ctx))
+	list, err := core.Sessions().ListSessions(ctx)
 	if err != nil {
 		return err
 	}
@@ -123,17 +121,17 @@ func runShell(ctx context.Context, env Env) error {
 	if session == "" {
 		return usagef("shell", "--session is required: the session whose workspace and level the shell has")
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
+	defer core.Close(context.WithoutCancel(ctx))
 	// The workspace's names were chosen by agents: they are printed
 	// escaped (mediator.EscapeTerminal), always, so "ls | wc -l" counts
 	// names and a name can never fake a line. A file's contents are its
 	// bytes, except on a terminal (shellOutput). Each command is decided
 	// by the core, under the administrator's rules, and recorded.
-	sh, level, closeShell, err := a.PersonShell(ctx, session, mediator.EscapeTerminal)
+	sh, level, closeShell, err := core.PersonShell(ctx, session, mediator.EscapeTerminal)
 	if err != nil {
 		return err
 	}

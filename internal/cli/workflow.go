@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentgate/nmhost/internal/flows"
+	"github.com/agentgate/nmhost/internal/app/flows"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/workflow"
 )
@@ -50,17 +50,16 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 			spec.ID = "workflow"
 		}
 	}
-	a, err := openApp(env)
+	core, err := openApp(env)
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
-	st := a.Store()
+	defer core.Close(context.WithoutCancel(ctx))
 	prompter, err := newCLIPrompter(env.Stdin, env.Stderr, nil)
 	if err != nil {
 		return err
 	}
-	m, err := newMediation(a, prompter)
+	m, err := newMediation(core, prompter)
 	if err != nil {
 		return err
 	}
@@ -72,17 +71,17 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 			Details: map[string]string{"operation": "workflow run", "decidedBy": "request:workflow"}}})
 		return fmt.Errorf("%s: %w", args[0], parseErr)
 	}
-	rt, err := a.Runtime(ctx)
+	rt, err := core.Runtime(ctx)
 	if err != nil {
 		return err
 	}
-	in, err := st.OpenRun(ctx, session, level)
+	in, err := core.Sessions().OpenRun(ctx, session, level)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	session, level, ws := in.Session, in.Level, in.Workspace
-	h := &flows.Host{Store: st, Policy: policy, Runtime: rt, Fetch: fetch, LogDenial: logDenial, SessionLevel: level, Workspace: ws, SessionID: session}
+	h := core.Flows(&flows.Host{Policy: policy, Runtime: rt, Fetch: fetch, LogDenial: logDenial, SessionLevel: level, Workspace: ws, SessionID: session})
 	enc := json.NewEncoder(env.Stdout)
 	events := func(r workflow.TaskResult) {
 		if jsonOutput {

@@ -3,7 +3,7 @@ package host
 import (
 	"context"
 
-	"github.com/agentgate/nmhost/internal/selfcheck"
+	"github.com/agentgate/nmhost/internal/app/selfcheck"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -14,7 +14,7 @@ func handlePreferenceDigest(ctx context.Context, s *server, req *request) (any, 
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.st.AllowAndLogDigest(ctx, agentID)
+	d, err := s.app.Answers().AllowAndLogDigest(ctx, agentID)
 	if err != nil {
 		return nil, err
 	}
@@ -22,7 +22,7 @@ func handlePreferenceDigest(ctx context.Context, s *server, req *request) (any, 
 }
 
 // handleCheckAgent runs `nmhost check AGENT` for the options page's
-// self-test: the same corpus (internal/selfcheck), against a throwaway
+// self-test: the same corpus (internal/app/selfcheck), against a throwaway
 // copy of this host's store, so nothing of the person's is written and
 // only the check's loopback servers are dialled.
 func handleCheckAgent(ctx context.Context, s *server, req *request) (any, error) {
@@ -39,8 +39,8 @@ func handleCheckAgent(ctx context.Context, s *server, req *request) (any, error)
 	if _, err := mediator.ParseLevel(p.Level); err != nil {
 		return nil, err
 	}
-	if _, err := s.st.Agent(ctx, p.AgentID); err != nil {
+	if _, err := s.app.Agents().Agent(ctx, p.AgentID); err != nil {
 		return nil, err
 	}
-	return selfcheck.Run(ctx, s.st.Dir(), p.AgentID, p.Level)
+	return selfcheck.Run(ctx, s.app.Dir(), p.AgentID, p.Level)
 }

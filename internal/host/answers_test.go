@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/app/selfcheck"
 	"github.com/agentgate/nmhost/internal/nmclient"
-	"github.com/agentgate/nmhost/internal/selfcheck"
 	"github.com/agentgate/nmhost/mediator"
 )
 

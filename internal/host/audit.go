@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -32,15 +32,15 @@ func handleAuditCheckpoint(ctx context.Context, s *server, req *request) (any, e
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	signed, size, _, err := s.st.AuditCheckpoint(ctx)
+	signed, size, _, err := s.app.Audit().AuditCheckpoint(ctx)
 	if err != nil {
 		return nil, err
 	}
-	key, err := s.st.AuditVerifierKey()
+	key, err := s.app.Audit().AuditVerifierKey()
 	if err != nil {
 		return nil, err
 	}
-	at, _ := store.CheckpointTime(signed)
+	at, _ := app.CheckpointTime(signed)
 	return auditCheckpointReply{Checkpoint: string(signed), Size: size, Time: unixMilli(at), Key: key}, nil
 }
 
@@ -66,7 +66,7 @@ func handleAuditConsistency(ctx context.Context, s *server, req *request) (any, 
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	ext, err := s.st.CheckAuditCheckpoint(ctx, []byte(p.Checkpoint))
+	ext, err := s.app.Audit().CheckAuditCheckpoint(ctx, []byte(p.Checkpoint))
 	if err != nil {
 		switch code := mediator.CodeOf(err); code {
 		case mediator.CodeAuditBadSignature, mediator.CodeAuditTruncated, mediator.CodeAuditInconsistent:

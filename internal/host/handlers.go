@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/agentgate/nmhost/internal/app"
-	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
@@ -109,11 +108,11 @@ func handleGetAgentInfo(ctx context.Context, s *server, req *request) (any, erro
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	return s.st.Agent(ctx, p.AgentID)
+	return s.app.Agents().Agent(ctx, p.AgentID)
 }
 
 func handleListAgents(ctx context.Context, s *server, _ *request) (any, error) {
-	agents, err := s.st.ListAgents(ctx)
+	agents, err := s.app.Agents().ListAgents(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +127,7 @@ func handleUninstallAgent(ctx context.Context, s *server, req *request) (any, er
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	if err := s.st.UninstallAgent(ctx, p.AgentID); err != nil {
+	if err := s.app.Agents().UninstallAgent(ctx, p.AgentID); err != nil {
 		return nil, fmt.Errorf("agent[%s]: %w", p.AgentID, err)
 	}
 	s.fetch.Forget(p.AgentID)
@@ -220,11 +219,11 @@ func handleNetworkFetch(ctx context.Context, s *server, req *request) (any, erro
 }
 
 func handleListDenials(ctx context.Context, s *server, req *request) (any, error) {
-	var f store.DenialFilter
+	var f app.DenialFilter
 	if err := req.decode(&f); err != nil {
 		return nil, err
 	}
-	return s.st.ListDenials(ctx, f)
+	return s.app.Denials().ListDenials(ctx, f)
 }
 
 var codePattern = lazyRegexp(`^[a-z][a-z_]{0,63}$`)
@@ -246,7 +245,7 @@ func handleLogDenial(ctx context.Context, s *server, req *request) (any, error) 
 	}
 	p.Context.Layer = "extension"
 	p.Context.Origin = s.opts.Caller.Origin
-	d, err := s.st.LogDenial(ctx, mediator.Denial{AgentID: p.AgentID, Permission: p.Permission, Code: p.Code, Context: p.Context})
+	d, err := s.app.Denials().LogDenial(ctx, mediator.Denial{AgentID: p.AgentID, Permission: p.Permission, Code: p.Code, Context: p.Context})
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +274,7 @@ func handleListPreferences(ctx context.Context, s *server, req *request) (any, e
 	if err != nil {
 		return nil, err
 	}
-	prefs, err := s.st.ListPreferences(ctx, agentID)
+	prefs, err := s.app.Answers().ListPreferences(ctx, agentID)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +292,7 @@ func handleRevokePreference(ctx context.Context, s *server, req *request) (any, 
 	if p.PreferenceID <= 0 {
 		return nil, mediator.Errorf(mediator.CodeBadRequest, "preferenceId must be an id from list-preferences")
 	}
-	ok, err := s.st.RevokePreference(ctx, p.PreferenceID)
+	ok, err := s.app.Answers().RevokePreference(ctx, p.PreferenceID)
 	if err != nil {
 		return nil, err
 	}
@@ -309,8 +308,8 @@ func handleListAudit(ctx context.Context, s *server, req *request) (any, error) 
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	if p.AfterSeq < 0 || p.Limit < 0 || p.Limit > store.MaxDenialPage {
-		return nil, mediator.Errorf(mediator.CodeBadRequest, "afterSeq must be >= 0 and limit in 0..%d", store.MaxDenialPage)
+	if p.AfterSeq < 0 || p.Limit < 0 || p.Limit > app.MaxDenialPage {
+		return nil, mediator.Errorf(mediator.CodeBadRequest, "afterSeq must be >= 0 and limit in 0..%d", app.MaxDenialPage)
 	}
-	return s.st.ListAudit(ctx, p.AfterSeq, p.Limit, p.Tail)
+	return s.app.Audit().ListAudit(ctx, p.AfterSeq, p.Limit, p.Tail)
 }

@@ -95,7 +95,7 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	rec, source, err := s.st.AgentModule(ctx, p.AgentID)
+	rec, source, err := s.app.Agents().AgentModule(ctx, p.AgentID)
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s] python-run: %w", p.AgentID, err)
 	}
@@ -105,7 +105,7 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 	// The run belongs to a session as a module's run does: the named one
 	// (its level, lowered by the request, never raised) or a fresh,
 	// ephemeral one, removed when the run ends.
-	sessionID, level, err := s.st.RunSession(ctx, p.SessionID, p.SessionLevel)
+	sessionID, level, err := s.app.Sessions().RunSession(ctx, p.SessionID, p.SessionLevel)
 	if err != nil {
 		return nil, err
 	}
@@ -349,14 +349,14 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 	}
 	switch fn.Operation {
 	case mediator.OpMemoryWrite:
-		id, err := s.st.WriteMemory(ctx, run.session, a.Text, a.Tags)
+		id, err := s.app.Memory().WriteMemory(ctx, run.session, a.Text, a.Tags)
 		done(err)
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"id": id}, nil
 	case mediator.OpMemorySearch:
-		hits, err := s.st.SearchMemory(ctx, run.session, a.Query, a.Limit)
+		hits, err := s.app.Memory().SearchMemory(ctx, run.session, a.Query, a.Limit)
 		done(err)
 		if err != nil {
 			return nil, err
@@ -392,7 +392,7 @@ func (r *pythonRun) fetch(ctx context.Context, s *server, a callParams) (any, er
 // workspace, each command decided as a module's are (shell.Agent); every
 // command after the line's first counts as one more call of the run.
 func (r *pythonRun) shell(ctx context.Context, s *server, line string) (any, error) {
-	ws, err := s.st.OpenWorkspace(r.session)
+	ws, err := s.app.Sessions().OpenWorkspace(r.session)
 	if err != nil {
 		return nil, fmt.Errorf("session[%s] workspace: %w", clip(r.session), err)
 	}

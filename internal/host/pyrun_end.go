@@ -68,7 +68,7 @@ func (r *pythonRun) end(ctx context.Context) error {
 		err = r.bar.Wait(context.WithoutCancel(ctx))
 	}
 	if r.ephemeral {
-		if derr := r.owner.st.DeleteEphemeralSession(context.WithoutCancel(ctx), r.session); derr != nil {
+		if derr := r.owner.app.Sessions().DeleteEphemeralSession(context.WithoutCancel(ctx), r.session); derr != nil {
 			r.owner.log.Error("ephemeral session not removed", "session", r.session, "err", derr)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 
-	"github.com/agentgate/nmhost/internal/runs"
+	"github.com/agentgate/nmhost/internal/app/runs"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/wasmhost"
 )
@@ -96,7 +96,7 @@ func handleRunAgent(ctx context.Context, s *server, req *request) (any, error) {
 // runDeps is what every run this host starts shares: a module's run and
 // a Python agent's run are built from the same.
 func (s *server) runDeps() runs.Deps {
-	return runs.Deps{Store: s.st, Runtime: s.opts.Runtime, Authorizer: s.opts.Authorizer, Fetch: s.fetch, LogDenial: s.recordDenial}
+	return s.app.Runs(runs.Deps{Runtime: s.opts.Runtime, Authorizer: s.opts.Authorizer, Fetch: s.fetch, LogDenial: s.recordDenial})
 }
 
 // runResult is run-agent's reply: the run's result and its session.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/internal/frame"
-	"github.com/agentgate/nmhost/internal/store"
 
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
@@ -107,7 +106,6 @@ var handlers = map[string]handlerFunc{
 type server struct {
 	opts  Options
 	app   *app.App
-	st    *store.Store
 	out   *frame.Writer
 	log   *slog.Logger
 	fetch *agentfetch.Service
@@ -160,7 +158,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &server{opts: opts, app: opts.App, st: opts.App.Store(), out: frame.NewWriter(w), log: log, broken: make(chan struct{}), inputEnded: make(chan struct{})}
+	s := &server{opts: opts, app: opts.App, out: frame.NewWriter(w), log: log, broken: make(chan struct{}), inputEnded: make(chan struct{})}
 	s.peer.s = s
 	if opts.Authorizer == nil {
 		s.opts.Authorizer = s.app.Policy(mediator.PolicyOptions{Prompter: prompter{&s.peer}})
@@ -272,7 +270,7 @@ func (s *server) recordDenial(ctx context.Context, d mediator.Denial) {
 		d.Context.Layer = "host"
 	}
 	// The record must be written even when the request's context is done.
-	if _, err := s.st.LogDenial(context.WithoutCancel(ctx), d); err != nil {
+	if _, err := s.app.Denials().LogDenial(context.WithoutCancel(ctx), d); err != nil {
 		s.log.Error("denial not recorded", "agent", d.AgentID, "permission", d.Permission, "code", d.Code, "err", err)
 	}
 }

@@ -3,7 +3,7 @@ package host
 import (
 	"context"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -17,7 +17,7 @@ func handleListSessions(ctx context.Context, s *server, req *request) (any, erro
 	if err := req.decode(&p); err != nil {
 		return nil, err
 	}
-	list, err := s.st.ListSessions(ctx)
+	list, err := s.app.Sessions().ListSessions(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func handleSetSession(ctx context.Context, s *server, req *request) (any, error)
 		return nil, err
 	}
 	if p.SessionID == "" {
-		p.SessionID = store.NewSessionID()
+		p.SessionID = app.NewSessionID()
 	}
 	set, err := s.app.SetSessionLevel(ctx, p.SessionID, p.Level)
 	if err != nil {

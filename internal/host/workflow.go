@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/flows"
+	"github.com/agentgate/nmhost/internal/app/flows"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/wasmhost"
 	"github.com/agentgate/nmhost/workflow"
@@ -59,17 +59,17 @@ func handleRunWorkflow(ctx context.Context, s *server, req *request) (any, error
 	if spec.ID == "" {
 		spec.ID = "wf-" + strconv.FormatInt(workflowSeq.Add(1), 10)
 	}
-	in, err := s.st.OpenRun(ctx, p.SessionID, p.SessionLevel)
+	in, err := s.app.Sessions().OpenRun(ctx, p.SessionID, p.SessionLevel)
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
 	sessionID, level, ws := in.Session, in.Level, in.Workspace
-	h := &flows.Host{Store: s.st, Policy: policy, Runtime: s.opts.Runtime, Fetch: s.fetch,
+	h := s.app.Flows(&flows.Host{Policy: policy, Runtime: s.opts.Runtime, Fetch: s.fetch,
 		LogDenial: s.recordDenial, SessionLevel: level, Workspace: ws, SessionID: sessionID,
 		Browser: func(agentID string) wasmhost.Browser {
 			return &Browser{peer: &s.peer, agentID: agentID, timeout: DefaultBrowserTimeout}
-		}}
+		}})
 	settings := workflow.DefaultSettings()
 	if s.opts.Workflow != nil {
 		settings = *s.opts.Workflow

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -36,7 +36,7 @@ func (s *Server) handlePreferences(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 0, err)
 		return
 	}
-	prefs, err := s.st.ListPreferences(r.Context(), agent)
+	prefs, err := s.app.Answers().ListPreferences(r.Context(), agent)
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -50,13 +50,13 @@ func (s *Server) handlePreferenceDigest(w http.ResponseWriter, r *http.Request) 
 		writeError(w, 0, err)
 		return
 	}
-	d, err := s.st.AllowAndLogDigest(r.Context(), agent)
+	d, err := s.app.Answers().AllowAndLogDigest(r.Context(), agent)
 	if err != nil {
 		writeError(w, 0, err)
 		return
 	}
 	if d == nil {
-		d = []store.LoggedUses{}
+		d = []app.LoggedUses{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "digest": d})
 }
@@ -75,7 +75,7 @@ func (s *Server) handleRevokePreference(w http.ResponseWriter, r *http.Request) 
 		writeError(w, 0, mediator.Errorf(mediator.CodeBadRequest, "preferenceId must be an id from /api/preferences"))
 		return
 	}
-	revoked, err := s.st.RevokePreference(r.Context(), body.PreferenceID)
+	revoked, err := s.app.Answers().RevokePreference(r.Context(), body.PreferenceID)
 	if err != nil {
 		writeError(w, 0, err)
 		return

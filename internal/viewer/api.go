@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -110,7 +110,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 // denialQuery is a parsed /api/denials query: the store's filter plus a
 // text search the store has no index for.
 type denialQuery struct {
-	filter store.DenialFilter
+	filter app.DenialFilter
 	search string
 }
 
@@ -141,9 +141,9 @@ func parseDenialQuery(q url.Values, now time.Time) (denialQuery, error) {
 			}
 			dq.search = strings.ToLower(v)
 		case "since":
-			f.Since, err = store.ParseFilterTime(v, now)
+			f.Since, err = app.ParseFilterTime(v, now)
 		case "until":
-			f.Until, err = store.ParseFilterTime(v, now)
+			f.Until, err = app.ParseFilterTime(v, now)
 		case "beforeId":
 			f.BeforeID, err = parseID(v)
 		case "afterId":
@@ -151,8 +151,8 @@ func parseDenialQuery(q url.Values, now time.Time) (denialQuery, error) {
 		case "limit":
 			var n int64
 			n, err = strconv.ParseInt(v, 10, 32)
-			if err == nil && (n < 1 || n > store.MaxDenialPage) {
-				err = fmt.Errorf("must be 1-%d", store.MaxDenialPage)
+			if err == nil && (n < 1 || n > app.MaxDenialPage) {
+				err = fmt.Errorf("must be 1-%d", app.MaxDenialPage)
 			}
 			f.Limit = int(n)
 		default:
@@ -199,22 +199,22 @@ const searchScanLimit = 20_000
 // page returns one page of matching denials. Without a search this is one
 // store query; with one it reads store pages until the page is full or the
 // scan budget is spent.
-func (s *Server) page(r *http.Request, dq denialQuery) (store.DenialPage, error) {
+func (s *Server) page(r *http.Request, dq denialQuery) (app.DenialPage, error) {
 	if dq.search == "" {
-		return s.st.ListDenials(r.Context(), dq.filter)
+		return s.app.Denials().ListDenials(r.Context(), dq.filter)
 	}
 	want := dq.filter.Limit
 	if want <= 0 {
-		want = store.DefaultDenialPage
+		want = app.DefaultDenialPage
 	}
 	f := dq.filter
-	f.Limit = store.MaxDenialPage
-	out := store.DenialPage{Denials: []mediator.Denial{}}
+	f.Limit = app.MaxDenialPage
+	out := app.DenialPage{Denials: []mediator.Denial{}}
 	scanned := 0
 	for {
-		p, err := s.st.ListDenials(r.Context(), f)
+		p, err := s.app.Denials().ListDenials(r.Context(), f)
 		if err != nil {
-			return store.DenialPage{}, err
+			return app.DenialPage{}, err
 		}
 		for i, d := range p.Denials {
 			if !dq.matches(d) {
@@ -230,7 +230,7 @@ func (s *Server) page(r *http.Request, dq denialQuery) (store.DenialPage, error)
 		}
 		scanned += len(p.Denials)
 		if f.AfterID > 0 {
-			if len(p.Denials) < store.MaxDenialPage {
+			if len(p.Denials) < app.MaxDenialPage {
 				return out, nil
 			}
 			f.AfterID = p.Denials[len(p.Denials)-1].ID
@@ -285,9 +285,9 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 0, mediator.Errorf(mediator.CodeBadRequest, "an export pages newest first; use beforeId, not afterId"))
 		return
 	}
-	dq.filter.Limit = store.MaxDenialPage
+	dq.filter.Limit = app.MaxDenialPage
 	// Fetch the first page before committing to a 200.
-	p, err := s.st.ListDenials(r.Context(), dq.filter)
+	p, err := s.app.Denials().ListDenials(r.Context(), dq.filter)
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -327,7 +327,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		dq.filter.BeforeID = p.NextBeforeID
-		if p, err = s.st.ListDenials(r.Context(), dq.filter); err != nil {
+		if p, err = s.app.Denials().ListDenials(r.Context(), dq.filter); err != nil {
 			s.log.Warn("export cut short", "err", err)
 			return
 		}
@@ -346,7 +346,7 @@ func target(d mediator.Denial) string {
 }
 
 func (s *Server) handleAgents(w http.ResponseWriter, r *http.Request) {
-	agents, err := s.st.ListAgents(r.Context())
+	agents, err := s.app.Agents().ListAgents(r.Context())
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -360,7 +360,7 @@ func (s *Server) handleAgent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, mediator.Errorf(mediator.CodeUnknownAgent, "no agent %q", clip(id, 64)))
 		return
 	}
-	rec, err := s.st.Agent(r.Context(), id)
+	rec, err := s.app.Agents().Agent(r.Context(), id)
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -387,7 +387,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 0, err)
 		return
 	}
-	rec, err := s.st.Agent(r.Context(), id)
+	rec, err := s.app.Agents().Agent(r.Context(), id)
 	if err != nil {
 		writeError(w, 0, err)
 		return
@@ -429,7 +429,7 @@ func (r settingsReply) MarshalJSON() ([]byte, error) {
 
 func (s *Server) handleGetSettings(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	set, err := s.st.SessionSettings(r.Context(), id)
+	set, err := s.app.Sessions().SessionSettings(r.Context(), id)
 	if err != nil {
 		writeError(w, 0, err)
 		return

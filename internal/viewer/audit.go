@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/app"
 )
 
 // The audit trail's checkpoint for the viewer page: the page keeps the
@@ -23,17 +23,17 @@ type auditCheckpointReply struct {
 }
 
 func (s *Server) handleAuditCheckpoint(w http.ResponseWriter, r *http.Request) {
-	signed, size, _, err := s.st.AuditCheckpoint(r.Context())
+	signed, size, _, err := s.app.Audit().AuditCheckpoint(r.Context())
 	if err != nil {
 		writeError(w, 0, err)
 		return
 	}
-	key, err := s.st.AuditVerifierKey()
+	key, err := s.app.Audit().AuditVerifierKey()
 	if err != nil {
 		writeError(w, 0, err)
 		return
 	}
-	at, _ := store.CheckpointTime(signed)
+	at, _ := app.CheckpointTime(signed)
 	writeJSON(w, http.StatusOK, auditCheckpointReply{OK: true, Checkpoint: string(signed), Size: size, Time: unixMilli(at), Key: key})
 }
 
@@ -60,7 +60,7 @@ func (s *Server) handleAuditConsistency(w http.ResponseWriter, r *http.Request) 
 		writeError(w, 0, err)
 		return
 	}
-	ext, err := s.st.CheckAuditCheckpoint(r.Context(), []byte(body.Checkpoint))
+	ext, err := s.app.Audit().CheckAuditCheckpoint(r.Context(), []byte(body.Checkpoint))
 	if err != nil {
 		s.log.Warn("audit checkpoint refused", "err", err)
 		writeError(w, 0, err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -18,7 +18,7 @@ import (
 // websocket client. Polling the shared SQLite file is what lets a viewer
 // see denials from host processes it has never heard of.
 type hub struct {
-	st       *store.Store
+	denials  app.Denials
 	interval time.Duration
 	log      *slog.Logger
 
@@ -29,14 +29,14 @@ type hub struct {
 	done chan struct{}
 }
 
-func newHub(st *store.Store, interval time.Duration, log *slog.Logger) *hub {
-	return &hub{st: st, interval: interval, log: log, clients: map[*client]struct{}{}, done: make(chan struct{})}
+func newHub(denials app.Denials, interval time.Duration, log *slog.Logger) *hub {
+	return &hub{denials: denials, interval: interval, log: log, clients: map[*client]struct{}{}, done: make(chan struct{})}
 }
 
 // start reads the current head, so that only denials written from now on
 // are tailed, and starts polling until ctx ends.
 func (h *hub) start(ctx context.Context) error {
-	p, err := h.st.ListDenials(ctx, store.DenialFilter{Limit: 1})
+	p, err := h.denials.ListDenials(ctx, app.DenialFilter{Limit: 1})
 	if err != nil {
 		close(h.done)
 		return err
@@ -75,7 +75,7 @@ func (h *hub) poll(ctx context.Context) {
 	after := h.head
 	h.mu.Unlock()
 	for {
-		p, err := h.st.ListDenials(ctx, store.DenialFilter{AfterID: after, Limit: store.MaxDenialPage})
+		p, err := h.denials.ListDenials(ctx, app.DenialFilter{AfterID: after, Limit: app.MaxDenialPage})
 		if err != nil {
 			if ctx.Err() == nil {
 				h.log.Warn("live tail: reading the denial log failed", "err", err)
@@ -86,7 +86,7 @@ func (h *hub) poll(ctx context.Context) {
 			h.publish(d)
 			after = d.ID
 		}
-		if len(p.Denials) < store.MaxDenialPage {
+		if len(p.Denials) < app.MaxDenialPage {
 			return
 		}
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agentgate/nmhost/internal/app"
-	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
@@ -87,7 +86,6 @@ const (
 type Server struct {
 	cfg  Config
 	app  *app.App
-	st   *store.Store
 	log  *slog.Logger
 	hub  *hub
 	port string // the listening port, set by Serve before any request
@@ -122,8 +120,8 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, app: cfg.App, st: cfg.App.Store(), log: log, crossOrigin: http.NewCrossOriginProtection()}
-	s.hub = newHub(s.st, cfg.PollInterval, log)
+	s := &Server{cfg: cfg, app: cfg.App, log: log, crossOrigin: http.NewCrossOriginProtection()}
+	s.hub = newHub(s.app.Denials(), cfg.PollInterval, log)
 	s.routes()
 	return s, nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentgate/nmhost/internal/flows"
+	"github.com/agentgate/nmhost/internal/app/flows"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/workflow"
 )
@@ -56,8 +56,8 @@ func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
 			spec.ID = "session"
 		}
 	}
-	h := &flows.Host{Store: s.st, Policy: policy, Runtime: s.cfg.Runtime, Fetch: s.cfg.Fetch, SessionLevel: level, SessionID: msg.SessionID,
-		Workspace: ws, LogDenial: s.gatewayDenials(msg.SessionID)}
+	h := s.app.Flows(&flows.Host{Policy: policy, Runtime: s.cfg.Runtime, Fetch: s.cfg.Fetch, SessionLevel: level, SessionID: msg.SessionID,
+		Workspace: ws, LogDenial: s.gatewayDenials(msg.SessionID)})
 	settings := workflow.DefaultSettings()
 	if s.cfg.Workflow != nil {
 		settings = *s.cfg.Workflow

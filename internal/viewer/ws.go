@@ -10,8 +10,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/agentgate/nmhost/internal/runs"
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/app"
+	"github.com/agentgate/nmhost/internal/app/runs"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/wasmhost"
 )
@@ -246,8 +246,8 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 		e.RunID, e.SessionID, e.AgentID = msg.RunID, msg.SessionID, msg.AgentID
 		return e
 	}
-	deps := runs.Deps{Store: s.st, Runtime: s.cfg.Runtime, Authorizer: s.cfg.Authorizer, Fetch: s.cfg.Fetch,
-		LogDenial: s.gatewayDenials(msg.SessionID)}
+	deps := s.app.Runs(runs.Deps{Runtime: s.cfg.Runtime, Authorizer: s.cfg.Authorizer, Fetch: s.cfg.Fetch,
+		LogDenial: s.gatewayDenials(msg.SessionID)})
 	out, err := deps.Run(ctx, runs.Request{AgentID: msg.AgentID, Input: msg.Input, Session: &in,
 		Events: func(e wasmhost.Event) {
 			if e.Kind == "denial" {
@@ -266,15 +266,15 @@ func (s *Server) run(ctx context.Context, c *client, msg wsMessage) {
 }
 
 // openRun resolves msg's session as every run kind does
-// (store.OpenRun): the named one at its level or a lower one the message
+// (app.Sessions.OpenRun): the named one at its level or a lower one the message
 // asks for, or a fresh one when it names none, whose id then goes in msg
 // and so in every message of the run. The caller closes the run; on
 // failure the client has been told and ok is false.
-func (s *Server) openRun(ctx context.Context, c *client, msg *wsMessage) (in store.Run, ok bool) {
-	in, err := s.st.OpenRun(ctx, msg.SessionID, msg.PermissionLevel)
+func (s *Server) openRun(ctx context.Context, c *client, msg *wsMessage) (in app.Run, ok bool) {
+	in, err := s.app.Sessions().OpenRun(ctx, msg.SessionID, msg.PermissionLevel)
 	if err != nil {
 		runFailed(c, *msg, err)
-		return store.Run{}, false
+		return app.Run{}, false
 	}
 	msg.SessionID = in.Session
 	return in, true
@@ -297,7 +297,7 @@ func (s *Server) gatewayDenials(session string) func(ctx context.Context, d medi
 			d.Context.Details = map[string]string{}
 		}
 		d.Context.Details["session"] = session
-		if _, err := s.st.LogDenial(context.WithoutCancel(ctx), d); err != nil {
+		if _, err := s.app.Denials().LogDenial(context.WithoutCancel(ctx), d); err != nil {
 			s.log.Error("recording a denial failed", "agent", d.AgentID, "err", err)
 		}
 	}

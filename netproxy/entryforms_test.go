@@ -247,7 +247,7 @@ func TestFetchStrayPercentSentAsWritten(t *testing.T) {
 func TestFetchEntryFormsHostile(t *testing.T) {
 	origin := newCanary(t, redirector)
 	target := newCanary(t, nil)
-	cp := target.port
+	cp := target.Port
 	res := newResolver("pub.test", "93.184.216.34", "rebind.test", "127.0.0.1", "intra.test", "10.1.2.3")
 	f, g := newTestFetcher(t, Config{Resolver: res})
 	g.remap[netip.MustParseAddrPort("93.184.216.34:"+cp)] = hostPortOf(target)
@@ -311,8 +311,8 @@ func TestFetchEntryFormsHostile(t *testing.T) {
 			wantDeny(t, err, r.code, 1)
 		})
 	}
-	target.untouched(t)
-	if origin.hits.Load() == 0 {
+	target.Untouched(t)
+	if origin.Hits.Load() == 0 {
 		t.Fatal("origin never asked: the redirect cases prove nothing")
 	}
 	// Positive control: without the deny entry the same fetch reaches the
@@ -324,8 +324,8 @@ func TestFetchEntryFormsHostile(t *testing.T) {
 		if _, err := f.Fetch(ctx, mustACL(t, "127.0.0.0/8"), get("http://127.0.0.1:"+cp+"/")); err != nil {
 			t.Fatal(err)
 		}
-		if target.hits.Load() != 2 {
-			t.Fatalf("canary hits %d, want 2", target.hits.Load())
+		if target.Hits.Load() != 2 {
+			t.Fatalf("canary hits %d, want 2", target.Hits.Load())
 		}
 	})
 }
@@ -437,14 +437,14 @@ func TestConfigDial(t *testing.T) {
 	if _, err := f.Fetch(context.Background(), mustACL(t, hostPortOf(srv)), get(srv.URL+"/")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Fetch(context.Background(), mustACL(t, "pub.test"), get("http://pub.test:"+srv.port+"/")); err == nil || IsDenial(err) {
+	if _, err := f.Fetch(context.Background(), mustACL(t, "pub.test"), get("http://pub.test:"+srv.Port+"/")); err == nil || IsDenial(err) {
 		t.Fatalf("err %v, want the dial's failure", err)
 	}
-	if strings.Join(dials, " ") != hostPortOf(srv)+" 93.184.216.34:"+srv.port {
+	if strings.Join(dials, " ") != hostPortOf(srv)+" 93.184.216.34:"+srv.Port {
 		t.Fatalf("dials %q", dials)
 	}
-	if srv.hits.Load() != 1 {
-		t.Fatalf("canary hits %d, want 1", srv.hits.Load())
+	if srv.Hits.Load() != 1 {
+		t.Fatalf("canary hits %d, want 1", srv.Hits.Load())
 	}
 }
 
@@ -457,7 +457,7 @@ func TestFetchSchemeEntryReachesDialer(t *testing.T) {
 	srv := newTLSCanary(t, echo)
 	f, g := newTestFetcher(t, Config{RootCAs: rootsOf(srv)})
 	ctx := context.Background()
-	for _, entry := range []string{"https://" + hostPortOf(srv), "https://127.0.0.0/8:" + srv.port, "https://127.0.0.0/8"} {
+	for _, entry := range []string{"https://" + hostPortOf(srv), "https://127.0.0.0/8:" + srv.Port, "https://127.0.0.0/8"} {
 		t.Run(entry, func(t *testing.T) {
 			f.CloseIdleConnections() // each entry's dial is checked afresh
 			resp, err := f.Fetch(ctx, mustACL(t, entry), get(srv.URL+"/s"))

@@ -54,7 +54,7 @@ func TestFetchAllowedLiteral(t *testing.T) {
 	}
 
 	// The IPv4-mapped spelling reaches the same listed address.
-	resp, err = f.Fetch(ctx, acl, get("http://[::ffff:127.0.0.1]:"+srv.port+"/m"))
+	resp, err = f.Fetch(ctx, acl, get("http://[::ffff:127.0.0.1]:"+srv.Port+"/m"))
 	if err != nil || string(resp.Body) != "GET /m " {
 		t.Fatalf("mapped: %v", err)
 	}
@@ -67,8 +67,8 @@ func TestFetchLocalhostNeverResolved(t *testing.T) {
 	srv := newCanary(t, echo)
 	res := newResolver()
 	f, _ := newTestFetcher(t, Config{Resolver: res})
-	acl := mustACL(t, "localhost:"+srv.port)
-	resp, err := f.Fetch(context.Background(), acl, get("http://localhost:"+srv.port+"/x"))
+	acl := mustACL(t, "localhost:"+srv.Port)
+	resp, err := f.Fetch(context.Background(), acl, get("http://localhost:"+srv.Port+"/x"))
 	if err != nil || string(resp.Body) != "GET /x " {
 		t.Fatalf("%v", err)
 	}
@@ -101,7 +101,7 @@ func TestFetchNameToPrivate(t *testing.T) {
 		"127.0.0.1:1") // a literal for another port must not help
 	for name := range res.m {
 		t.Run(name, func(t *testing.T) {
-			u := "http://" + name + ":" + srv.port + "/"
+			u := "http://" + name + ":" + srv.Port + "/"
 			before := res.lookups.Load()
 			_, err := f.Fetch(context.Background(), acl, get(u))
 			de := wantDeny(t, err, mediator.CodePrivateAddress, 0)
@@ -113,7 +113,7 @@ func TestFetchNameToPrivate(t *testing.T) {
 			}
 		})
 	}
-	srv.untouched(t)
+	srv.Untouched(t)
 	if n := g.count(); n != 0 {
 		t.Fatalf("%d dials for denied names", n)
 	}
@@ -144,7 +144,7 @@ func TestFetchTLS(t *testing.T) {
 	srv := newTLSCanary(t, echo)
 	res := newResolver("www.example.com", "8.8.4.4", "other.test", "8.8.4.4")
 	f, g := newTestFetcher(t, Config{Resolver: res, RootCAs: rootsOf(srv)})
-	port := srv.port
+	port := srv.Port
 	g.remap[netip.MustParseAddrPort("8.8.4.4:"+port)] = hostPortOf(srv)
 	ctx := context.Background()
 
@@ -230,7 +230,7 @@ func TestFetchRedirectToHostile(t *testing.T) {
 	res := newResolver("rebind.test", "127.0.0.1")
 	f, _ := newTestFetcher(t, Config{Resolver: res})
 	acl := mustACL(t, hostPortOf(origin), "rebind.test")
-	cp := target.port
+	cp := target.Port
 	cases := []struct {
 		to   string
 		code mediator.Code
@@ -275,8 +275,8 @@ func TestFetchRedirectToHostile(t *testing.T) {
 			t.Fatalf("URL %q", de.URL)
 		}
 	})
-	target.untouched(t)
-	if origin.hits.Load() == 0 {
+	target.Untouched(t)
+	if origin.Hits.Load() == 0 {
 		t.Fatal("origin never asked: the test proves nothing")
 	}
 }
@@ -324,7 +324,7 @@ func TestFetchTooManyRedirects(t *testing.T) {
 	f, _ := newTestFetcher(t, Config{})
 	_, err := f.Fetch(context.Background(), acl, get(srv.URL+"/loop"))
 	wantDeny(t, err, mediator.CodeTooManyRedirects, DefaultMaxRedirects+1)
-	if h := srv.hits.Load(); h != DefaultMaxRedirects+1 {
+	if h := srv.Hits.Load(); h != DefaultMaxRedirects+1 {
 		t.Fatalf("%d requests, want %d", h, DefaultMaxRedirects+1)
 	}
 	f2, _ := newTestFetcher(t, Config{MaxRedirects: -1})
@@ -404,7 +404,7 @@ func TestFetchRequestLimits(t *testing.T) {
 			wantDeny(t, err, c.code, 0)
 		})
 	}
-	srv.untouched(t)
+	srv.Untouched(t)
 	if n := g.count(); n != 0 {
 		t.Fatalf("%d dials", n)
 	}
@@ -480,7 +480,7 @@ func TestFetchIgnoresProxyEnv(t *testing.T) {
 	if err != nil || string(resp.Body) != "GET / " {
 		t.Fatalf("%v", err)
 	}
-	proxy.untouched(t)
+	proxy.Untouched(t)
 	if len(g.dials) != 1 || g.dials[0] != "8.8.8.8:80" {
 		t.Fatalf("dials %v, want the target's checked address only", g.dials)
 	}
@@ -502,7 +502,7 @@ func TestFetchUnsafeProxy(t *testing.T) {
 	wantDeny(t, err, mediator.CodePrivateAddress, 0)
 	_, err = f.Fetch(context.Background(), acl, get("http://2130706433/"))
 	wantDeny(t, err, mediator.CodeNonCanonicalHost, 0)
-	if h := proxy.hits.Load(); h != 1 {
+	if h := proxy.Hits.Load(); h != 1 {
 		t.Fatalf("proxy saw %d requests, want 1", h)
 	}
 }
@@ -536,8 +536,8 @@ func TestDialerRechecks(t *testing.T) {
 		{nil, hostPortOf(srv), false},
 		{other, hostPortOf(srv), false},
 		{listed, hostPortOf(srv), true},
-		{listed, "localhost:" + srv.port, false},
-		{listed, "rebind.test:" + srv.port, false},
+		{listed, "localhost:" + srv.Port, false},
+		{listed, "rebind.test:" + srv.Port, false},
 		{listed, "169.254.169.254:80", false},
 	}
 	for _, c := range cases {

@@ -4,70 +4,23 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/testkit"
 	"github.com/agentgate/nmhost/mediator"
 )
 
-// canary is a loopback test server that counts every connection and every
-// request. A denied fetch must leave both at zero.
-type canary struct {
-	*httptest.Server
-	hits  atomic.Int64
-	conns atomic.Int64
-	port  string
-}
+// canary is the shared loopback canary (testkit.Canary): it counts every
+// connection and request, and a denied fetch must leave both at zero.
+type canary = testkit.Canary
 
-func newCanary(t testing.TB, h http.HandlerFunc) *canary {
-	return startCanary(t, h, false)
-}
-
-func newTLSCanary(t testing.TB, h http.HandlerFunc) *canary {
-	return startCanary(t, h, true)
-}
-
-func startCanary(t testing.TB, h http.HandlerFunc, tls bool) *canary {
-	t.Helper()
-	c := &canary{}
-	if h == nil {
-		h = func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "canary") }
-	}
-	c.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.hits.Add(1)
-		h(w, r)
-	}))
-	c.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			c.conns.Add(1)
-		}
-	}
-	if tls {
-		c.EnableHTTP2 = true
-		c.StartTLS()
-	} else {
-		c.Start()
-	}
-	t.Cleanup(c.Close)
-	u, _ := url.Parse(c.URL)
-	c.port = u.Port()
-	return c
-}
-
-// untouched fails the test if anything reached the canary.
-func (c *canary) untouched(t testing.TB) {
-	t.Helper()
-	if h, n := c.hits.Load(), c.conns.Load(); h != 0 || n != 0 {
-		t.Fatalf("canary was reached: %d requests, %d connections", h, n)
-	}
-}
+func newCanary(t testing.TB, h http.HandlerFunc) *canary    { return testkit.NewCanary(t, h) }
+func newTLSCanary(t testing.TB, h http.HandlerFunc) *canary { return testkit.NewTLSCanary(t, h) }
 
 // fakeResolver answers from a map, counts lookups, and fails for any other
 // name, so no test ever asks real DNS.
@@ -172,7 +125,7 @@ func wantErr(t testing.TB, err error, code mediator.Code) {
 
 func get(u string) Request { return Request{URL: u} }
 
-func hostPortOf(c *canary) string { return "127.0.0.1:" + c.port }
+func hostPortOf(c *canary) string { return "127.0.0.1:" + c.Port }
 
 func rootsOf(c *canary) *x509.CertPool {
 	p := x509.NewCertPool()

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/testkit"
 	"github.com/agentgate/nmhost/workspace"
 )
 
@@ -45,9 +46,6 @@ func benchWorkspace(b *testing.B) (*workspace.Workspace, string) {
 	return ws, dir
 }
 
-// nsPerOp is the benchmark's time per iteration so far.
-func nsPerOp(b *testing.B) float64 { return float64(b.Elapsed().Nanoseconds()) / float64(b.N) }
-
 // BenchmarkShellLsR is `ls -R` of a 10,000-file workspace through the
 // shell (parse, decide, walk through the workspace's os.Root, print)
 // beside the same listing done directly: fs.WalkDir over os.Root's FS,
@@ -77,7 +75,7 @@ func BenchmarkShellLsR(b *testing.B) {
 				b.Fatal(err, n)
 			}
 		}
-		base = nsPerOp(b)
+		base = testkit.NsPerOp(b)
 	})
 	b.Run("shell", func(b *testing.B) {
 		sh := &Shell{WS: ws, Decide: AtLevel("medium", nil)}
@@ -92,7 +90,7 @@ func BenchmarkShellLsR(b *testing.B) {
 			b.Fatalf("%d names", n)
 		}
 		if base > 0 {
-			b.ReportMetric(nsPerOp(b)/base, "x-baseline")
+			b.ReportMetric(testkit.NsPerOp(b)/base, "x-baseline")
 		}
 	})
 }
@@ -137,7 +135,7 @@ func BenchmarkShellGrepR(b *testing.B) {
 				b.Fatal(err, n)
 			}
 		}
-		base = nsPerOp(b)
+		base = testkit.NsPerOp(b)
 	})
 	b.Run("shell", func(b *testing.B) {
 		sh := &Shell{WS: ws, Decide: AtLevel("medium", nil)}
@@ -152,7 +150,7 @@ func BenchmarkShellGrepR(b *testing.B) {
 			b.Fatalf("%d matches", n)
 		}
 		if base > 0 {
-			b.ReportMetric(nsPerOp(b)/base, "x-baseline")
+			b.ReportMetric(testkit.NsPerOp(b)/base, "x-baseline")
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/agentgate/nmhost/internal/testkit"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -91,11 +92,6 @@ func BenchmarkRun(b *testing.B) {
 	}
 }
 
-// nsPerOp is the time one iteration of b took.
-func nsPerOp(b *testing.B) float64 {
-	return float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-}
-
 // rawEngine is wazero as an embedder with nothing between it and the
 // guest would set it up, with the same RuntimeConfig as engine: the
 // compilation cache, close on context done and the memory limit of the
@@ -154,7 +150,7 @@ func BenchmarkRunTiny(b *testing.B) {
 		for b.Loop() {
 			rawRun(b, rt, compiled)
 		}
-		base = nsPerOp(b)
+		base = testkit.NsPerOp(b)
 	})
 	b.Run("nmhost", func(b *testing.B) {
 		f := newFixture(b)
@@ -171,7 +167,7 @@ func BenchmarkRunTiny(b *testing.B) {
 			}
 		}
 		if base > 0 {
-			b.ReportMetric(nsPerOp(b)/base, "x-baseline")
+			b.ReportMetric(testkit.NsPerOp(b)/base, "x-baseline")
 		}
 	})
 }
@@ -213,7 +209,7 @@ func BenchmarkLogCall(b *testing.B) {
 		for b.Loop() {
 			rawRun(b, rt, compiled)
 		}
-		base = nsPerOp(b) / logCalls
+		base = testkit.NsPerOp(b) / logCalls
 		b.ReportMetric(base, "ns/call")
 	})
 	b.Run("nmhost", func(b *testing.B) {
@@ -237,7 +233,7 @@ func BenchmarkLogCall(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		perCall := nsPerOp(b) / logCalls
+		perCall := testkit.NsPerOp(b) / logCalls
 		b.ReportMetric(perCall, "ns/call")
 		if base > 0 {
 			b.ReportMetric(perCall/base, "x-baseline")

@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/agentgate/nmhost/internal/testkit"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/workspace"
 )
@@ -78,12 +79,12 @@ func BenchmarkWorkspaceRead1MiB(b *testing.B) {
 	var base float64
 	b.Run("baseline", func(b *testing.B) {
 		read(b, wazero.NewFSConfig().WithReadOnlyDirMount(dir, WorkspaceGuestPath))
-		base = nsPerOp(b)
+		base = testkit.NsPerOp(b)
 	})
 	b.Run("nmhost", func(b *testing.B) {
 		read(b, wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(ws.SysFS(true, workspace.Hooks{}), WorkspaceGuestPath))
 		if base > 0 {
-			b.ReportMetric(nsPerOp(b)/base, "x-baseline")
+			b.ReportMetric(testkit.NsPerOp(b)/base, "x-baseline")
 		}
 	})
 }

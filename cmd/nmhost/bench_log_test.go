@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/cli"
 	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/testkit"
 )
 
 // entryLogCalls is how many log calls the entry-point benchmark's agent
@@ -76,13 +77,13 @@ func BenchmarkLogCallEntryPoints(b *testing.B) {
 	var base float64
 	fixed := map[string]float64{} // an entry point's one-call run, ns
 	perCall := func(b *testing.B, entry string) {
-		ns := nsPerOp(b) / entryLogCalls
+		ns := testkit.NsPerOp(b) / entryLogCalls
 		b.ReportMetric(ns, "ns/call")
 		if base > 0 {
 			b.ReportMetric(ns/base, "x-baseline")
 		}
 		if f, ok := fixed[entry]; ok {
-			b.ReportMetric((nsPerOp(b)-f)/(entryLogCalls-1), "marginal-ns/call")
+			b.ReportMetric((testkit.NsPerOp(b)-f)/(entryLogCalls-1), "marginal-ns/call")
 		}
 	}
 	b.Run("baseline", func(b *testing.B) {
@@ -108,12 +109,12 @@ func BenchmarkLogCallEntryPoints(b *testing.B) {
 			}
 			m.Close(ctx)
 		}
-		base = nsPerOp(b) / entryLogCalls
+		base = testkit.NsPerOp(b) / entryLogCalls
 		b.ReportMetric(base, "ns/call")
 	})
 	b.Run("native host, 1 call", func(b *testing.B) {
 		nativeHostRuns(b, one)
-		fixed["native host"] = nsPerOp(b)
+		fixed["native host"] = testkit.NsPerOp(b)
 	})
 	b.Run("native host", func(b *testing.B) {
 		nativeHostRuns(b, module)
@@ -154,7 +155,7 @@ func BenchmarkLogCallEntryPoints(b *testing.B) {
 	})
 	b.Run("nmhost run, 1 call", func(b *testing.B) {
 		nmhostRuns(b, one)
-		fixed["nmhost run"] = nsPerOp(b)
+		fixed["nmhost run"] = testkit.NsPerOp(b)
 	})
 	b.Run("nmhost run", func(b *testing.B) {
 		nmhostRuns(b, module)

@@ -18,6 +18,7 @@ import (
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/frame"
 	"github.com/agentgate/nmhost/internal/nmclient"
+	"github.com/agentgate/nmhost/internal/testkit"
 )
 
 // Each benchmark here runs its baseline and nmhost side by side in one
@@ -70,20 +71,18 @@ func startEcho(b *testing.B) *nmclient.Process {
 	return p
 }
 
-func nsPerOp(b *testing.B) float64 { return float64(b.Elapsed().Nanoseconds()) / float64(b.N) }
-
 // pair runs fn as "baseline" then as "nmhost" and reports nmhost's time
 // per operation as a multiple of the baseline's.
 func pair(b *testing.B, baseline, nmhost func(b *testing.B)) {
 	var base float64
 	b.Run("baseline", func(b *testing.B) {
 		baseline(b)
-		base = nsPerOp(b)
+		base = testkit.NsPerOp(b)
 	})
 	b.Run("nmhost", func(b *testing.B) {
 		nmhost(b)
 		if base > 0 {
-			b.ReportMetric(nsPerOp(b)/base, "x-baseline")
+			b.ReportMetric(testkit.NsPerOp(b)/base, "x-baseline")
 		}
 	})
 }

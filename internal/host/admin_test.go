@@ -24,9 +24,9 @@ func TestAdminPolicyInHostMode(t *testing.T) {
 	// Before managed storage speaks, the agent reaches its listed host.
 	h.mustOK("network-fetch", map[string]any{"agentId": "reader", "url": can.URL + "/before"}, nil)
 	h.mustOK("managed-policy", map[string]any{"policy": map[string]any{"deniedHosts": []string{hostPort(can.URL)}}}, nil)
-	before := can.hits.Load()
+	before := can.Hits.Load()
 	h.wantCode(h.call("network-fetch", map[string]any{"agentId": "reader", "url": can.URL + "/after"}), mediator.CodeAdminPolicy)
-	if can.hits.Load() != before {
+	if can.Hits.Load() != before {
 		t.Fatal("a host managed storage denies was reached")
 	}
 	// An empty managed policy, or a hostile one, takes nothing away: the

@@ -368,7 +368,7 @@ func TestEveryReasonCodeReachesTheDenialLog(t *testing.T) {
 			}
 		})
 	}
-	if n := can.hits.Load(); n != 0 {
+	if n := can.Hits.Load(); n != 0 {
 		t.Fatalf("the canary was reached %d times", n)
 	}
 }

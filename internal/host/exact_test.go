@@ -81,7 +81,7 @@ func TestFetchHeadersAreBoundedWhileDecoded(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, true)
 			h.install("hdr", []string{"network.fetch"}, true, hostPort(web.URL))
-			before := web.hits.Load()
+			before := web.Hits.Load()
 			msg := fmt.Sprintf(`{"id":"h","type":"network-fetch","agentId":"hdr","url":%q,"options":{"headers":%s}}`, web.URL, c.headers)
 			go h.in.Write(frameOf([]byte(msg)))
 			select {
@@ -92,7 +92,7 @@ func TestFetchHeadersAreBoundedWhileDecoded(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("no reply")
 			}
-			if !c.ok && web.hits.Load() != before {
+			if !c.ok && web.Hits.Load() != before {
 				t.Fatal("a refused request reached the server")
 			}
 		})

@@ -12,13 +12,13 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentgate/nmhost/internal/nmclient"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/storetest"
+	"github.com/agentgate/nmhost/internal/testkit"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
@@ -114,22 +114,11 @@ func (h *harness) wantCode(r nmclient.Reply, code mediator.Code) {
 	}
 }
 
-// canary is a loopback server that counts hits; denied requests must leave
-// it at zero.
-type canary struct {
-	*httptest.Server
-	hits atomic.Int64
-}
+// canary is the shared loopback canary (testkit.Canary): denied requests
+// must leave its count at zero.
+type canary = testkit.Canary
 
-func newCanary(t *testing.T) *canary {
-	c := &canary{}
-	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.hits.Add(1)
-		io.WriteString(w, "canary")
-	}))
-	t.Cleanup(c.Close)
-	return c
-}
+func newCanary(t *testing.T) *canary { return testkit.NewCanary(t, nil) }
 
 func hostPort(u string) string { return strings.TrimPrefix(u, "http://") }
 
@@ -317,7 +306,7 @@ func TestFetchDecisions(t *testing.T) {
 			}
 		})
 	}
-	if n := can.hits.Load(); n != 0 {
+	if n := can.Hits.Load(); n != 0 {
 		t.Fatalf("canary was contacted %d times", n)
 	}
 }
@@ -330,9 +319,9 @@ func TestRevokeTakesEffectOnTheNextCall(t *testing.T) {
 		t.Fatalf("fetch before revoke: %+v", r)
 	}
 	h.mustOK("revoke", map[string]any{"agentId": "a1", "permission": "network.fetch"}, nil)
-	before := web.hits.Load()
+	before := web.Hits.Load()
 	h.wantCode(h.call("network-fetch", map[string]any{"agentId": "a1", "url": web.URL}), mediator.CodeRevokedByUser)
-	if web.hits.Load() != before {
+	if web.Hits.Load() != before {
 		t.Fatal("a revoked agent reached the server")
 	}
 	h.mustOK("grant", map[string]any{"agentId": "a1", "permission": "network.fetch"}, nil)

@@ -182,7 +182,7 @@ func TestPromptWithNobodyAnsweringDenies(t *testing.T) {
 	if err := <-res; err != nil && !strings.Contains(err.Error(), "host closed") {
 		t.Fatal(err)
 	}
-	if web.hits.Load() != 0 {
+	if web.Hits.Load() != 0 {
 		t.Fatal("an unanswered DELETE reached the server")
 	}
 	page, _ := h.st.ListDenials(t.Context(), store.DenialFilter{AgentID: "poster"})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/nmclient"
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/testkit"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 )
@@ -209,8 +210,8 @@ func TestAgentCallIsDecidedByTheHost(t *testing.T) {
 			}
 		})
 	}
-	if canary.hits.Load() != 0 {
-		t.Errorf("canary was hit %d times", canary.hits.Load())
+	if canary.Hits.Load() != 0 {
+		t.Errorf("canary was hit %d times", canary.Hits.Load())
 	}
 
 	t.Run("denials are logged like a module's", func(t *testing.T) {
@@ -491,11 +492,5 @@ func TestEndedRunWithdrawsItsPrompt(t *testing.T) {
 // waitUntil polls cond until it holds, for at most 10 s.
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "the condition", cond)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentgate/nmhost/internal/testkit"
 )
 
 // memoryBenchEntries is the entries of each of the two sessions of the
@@ -150,7 +152,7 @@ func BenchmarkMemorySearch(b *testing.B) {
 					b.Fatal("the baseline found nothing")
 				}
 			}
-			base = nsPerOp(b)
+			base = testkit.NsPerOp(b)
 		})
 		b.Run(q.name+"/nmhost", func(b *testing.B) {
 			s, err := Open(dir, Options{})
@@ -165,7 +167,7 @@ func BenchmarkMemorySearch(b *testing.B) {
 				}
 			}
 			if base > 0 {
-				b.ReportMetric(nsPerOp(b)/base, "x-baseline")
+				b.ReportMetric(testkit.NsPerOp(b)/base, "x-baseline")
 			}
 		})
 		b.Run(q.name+"/naive", func(b *testing.B) {
@@ -204,12 +206,4 @@ func benchDB(b *testing.B, dir string) *sql.DB {
 	}
 	b.Cleanup(func() { db.Close() })
 	return db
-}
-
-// nsPerOp is the time per iteration of the benchmark b just ran.
-func nsPerOp(b *testing.B) float64 {
-	if b.N == 0 {
-		return 0
-	}
-	return float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 }

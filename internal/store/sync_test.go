@@ -7,19 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/testkit"
 	"github.com/agentgate/nmhost/mediator"
 )
 
 // waitDurable polls until the store reports seq durable, or fails.
 func waitDurable(t *testing.T, s *Store, seq int64, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for s.DurableAuditSize() < seq {
-		if time.Now().After(deadline) {
-			t.Fatalf("record %d not durable after %v (durable %d)", seq, within, s.DurableAuditSize())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, within, fmt.Sprintf("record %d to be durable", seq), func() bool { return s.DurableAuditSize() >= seq })
 }
 
 // TestDurabilityModes: the default keeps synchronous=NORMAL and the group

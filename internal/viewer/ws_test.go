@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/testkit"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
@@ -403,17 +404,10 @@ func TestRunInSessionContext(t *testing.T) {
 		if m["type"] == "result" {
 			// The session was the run's alone (ephemeral): it is removed
 			// when the run closes, just after its result is sent.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+			testkit.Eventually(t, 10*time.Second, "the fresh session "+sid+" to go with its run", func() bool {
 				_, err := v.st.SessionSettings(context.Background(), sid)
-				if mediator.CodeOf(err) == mediator.CodeUnknownSession {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the fresh session %s outlived its run: %v", sid, err)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				return mediator.CodeOf(err) == mediator.CodeUnknownSession
+			})
 			break
 		}
 	}

@@ -42,7 +42,7 @@ func TestAdminDeniedHostsWinOverTheProfile(t *testing.T) {
 	if _, err := svc.Fetch(ctx, Request{AgentID: "lister", Request: netproxy.Request{URL: front.URL + "/go"}}); err == nil {
 		t.Fatal("a redirect to the denied host was followed")
 	}
-	if n := denied.hits.Load(); n != 0 {
+	if n := denied.Hits.Load(); n != 0 {
 		t.Fatalf("the denied host was reached %d times", n)
 	}
 	page, err := st.ListDenials(ctx, store.DenialFilter{AgentID: "lister"})

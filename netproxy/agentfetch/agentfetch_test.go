@@ -4,14 +4,13 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/storetest"
+	"github.com/agentgate/nmhost/internal/testkit"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
@@ -39,20 +38,10 @@ func (a *recordingAuthorizer) Authorize(_ context.Context, op mediator.Operation
 	}, nil
 }
 
-type canary struct {
-	*httptest.Server
-	hits atomic.Int64
-}
+// canary is the shared loopback canary (testkit.Canary).
+type canary = testkit.Canary
 
-func newCanary(t *testing.T, h http.HandlerFunc) *canary {
-	c := &canary{}
-	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.hits.Add(1)
-		h(w, r)
-	}))
-	t.Cleanup(c.Close)
-	return c
-}
+func newCanary(t *testing.T, h http.HandlerFunc) *canary { return testkit.NewCanary(t, h) }
 
 func hostOf(u string) string { return strings.TrimPrefix(u, "http://") }
 
@@ -168,7 +157,7 @@ func TestChecksComeBeforeThePolicy(t *testing.T) {
 	if len(f.auth.asked) != 0 {
 		t.Errorf("the Authorizer was asked about %d refused requests", len(f.auth.asked))
 	}
-	if n := target.hits.Load(); n != 0 {
+	if n := target.Hits.Load(); n != 0 {
 		t.Errorf("target hit %d times by refused requests", n)
 	}
 }
@@ -201,7 +190,7 @@ func TestAuthorizerDenialStopsTheRequest(t *testing.T) {
 	if mediator.CodeOf(err) != mediator.CodeUserDenied {
 		t.Fatalf("code %s; want user_denied", mediator.CodeOf(err))
 	}
-	if n := target.hits.Load(); n != 0 {
+	if n := target.Hits.Load(); n != 0 {
 		t.Fatalf("target hit %d times after the Authorizer denied", n)
 	}
 }
@@ -220,7 +209,7 @@ func TestRedirectToAnUnlistedHostIsDeniedAndRecorded(t *testing.T) {
 	if mediator.CodeOf(err) != mediator.CodeHostNotAllowed {
 		t.Fatalf("code %s (%v); want host_not_allowed", mediator.CodeOf(err), err)
 	}
-	if forbidden.hits.Load() != 0 {
+	if forbidden.Hits.Load() != 0 {
 		t.Fatal("the redirect target was reached")
 	}
 	if len(f.auth.outcomes) != 1 || mediator.CodeOf(f.auth.outcomes[0]) != mediator.CodeHostNotAllowed {

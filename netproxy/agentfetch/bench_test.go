@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/testkit"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"
 )
@@ -45,7 +46,7 @@ func BenchmarkFetch2B(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		base = nsPerOp(b)
+		base = testkit.NsPerOp(b)
 	})
 	b.Run("nmhost", func(b *testing.B) {
 		st, err := store.Open(b.TempDir(), store.Options{})
@@ -79,11 +80,7 @@ func BenchmarkFetch2B(b *testing.B) {
 			resp.Release()
 		}
 		if base > 0 {
-			b.ReportMetric(nsPerOp(b)/base, "x-baseline")
+			b.ReportMetric(testkit.NsPerOp(b)/base, "x-baseline")
 		}
 	})
-}
-
-func nsPerOp(b *testing.B) float64 {
-	return float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 }

@@ -73,7 +73,7 @@ func TestRedirectHopsAreDecidedAgain(t *testing.T) {
 			if mediator.CodeOf(err) != mediator.CodeBlockedByUser {
 				t.Fatalf("POST redirected to B: %v; want blocked_by_user", err)
 			}
-			if n := b.hits.Load(); n != 0 {
+			if n := b.Hits.Load(); n != 0 {
 				t.Fatalf("B was reached %d times", n)
 			}
 			if decisions[1].Allowed || decisions[1].Code != mediator.CodeBlockedByUser || decisions[1].Operation.TextLength != len("secret") {
@@ -108,8 +108,8 @@ func TestRedirectToDeniedEntry(t *testing.T) {
 	if mediator.CodeOf(err) != mediator.CodeHostNotAllowed {
 		t.Fatalf("err %v, want %s", err, mediator.CodeHostNotAllowed)
 	}
-	if a.hits.Load() != 1 || b.hits.Load() != 0 {
-		t.Fatalf("A hits %d (want 1), B hits %d (want 0)", a.hits.Load(), b.hits.Load())
+	if a.Hits.Load() != 1 || b.Hits.Load() != 0 {
+		t.Fatalf("A hits %d (want 1), B hits %d (want 0)", a.Hits.Load(), b.Hits.Load())
 	}
 	page, err := st.ListDenials(ctx, store.DenialFilter{AgentID: "ranged"})
 	if err != nil || len(page.Denials) != 1 || page.Denials[0].Code != mediator.CodeHostNotAllowed {

@@ -8,7 +8,7 @@ async function sendManagedPolicy() {
   let policy = {};
   try {
     policy = await chrome.storage.managed.get(null);
-  } catch (e) {
+  } catch {
     // No managed storage on this browser: no rules from it.
     return;
   }

@@ -23,7 +23,9 @@ const $ = (id) => document.getElementById(id);
 // themselves: C0 and C1 controls, bidi embeddings, overrides, isolates and
 // marks, zero-width and other invisible format characters. Shown as a
 // visible \uXXXX, so "\u202e" in a selector cannot make the line read as
-// another origin.
+// another origin. The class names each such code point on purpose, controls
+// and lone combining marks included: ESLint's rules against both are off here.
+// eslint-disable-next-line no-control-regex, no-misleading-character-class
 const HIDDEN = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\ufff9-\ufffb]/gu;
 
 function escapeHidden(s) {

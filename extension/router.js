@@ -113,9 +113,15 @@ const portHandlers = {
   },
 };
 
+// own is the table's own entry for key: a sender's "constructor" or
+// "toString" names no handler, not what every object inherits.
+function own(table, key) {
+  return Object.hasOwn(table, key) ? table[key] : undefined;
+}
+
 export function onConnect(port) {
   const [kind, ref = ''] = String(port.name).split(/:(.*)/s);
-  const handler = portHandlers[kind];
+  const handler = own(portHandlers, kind);
   if (!handler || !isExtensionPage(port.sender)) {
     port.disconnect();
     return;
@@ -126,7 +132,7 @@ export function onConnect(port) {
 export function onMessage(msg, sender, sendResponse) {
   if (!msg || typeof msg !== 'object' || msg.target === 'offscreen' || sender.id !== chrome.runtime.id) return false;
   const fromPage = isExtensionPage(sender);
-  const handler = fromPage ? pageHandlers[msg.type] : contentHandlers[msg.type];
+  const handler = own(fromPage ? pageHandlers : contentHandlers, msg.type);
   if (!handler) return false;
   Promise.resolve().then(() => handler(msg, sender)).then(sendResponse, (e) => sendResponse({ success: false, code: 'internal_error', error: String(e) }));
   return true; // the answer comes asynchronously

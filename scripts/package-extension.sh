@@ -24,7 +24,7 @@ mkdir -p "$pkg"
 
 git ls-files -z extension | while IFS= read -r -d '' f; do
   case "$f" in
-    */.gitignore) continue ;;
+    */.gitignore | extension/test/*) continue ;; # the unit tests run under Node.js, not in Chrome
   esac
   mkdir -p "$pkg/$(dirname "${f#extension/}")"
   cp "$f" "$pkg/${f#extension/}"

@@ -2,8 +2,9 @@
 # Runs every test of the project, in phases, each with a header: modules,
 # Chromium, the example agents, Pyodide, static checks (go mod tidy, vet
 # for Linux, Windows and macOS, gofmt, staticcheck pinned in go.mod), the
-# whole Go suite with the race detector (fuzz seed corpora run as ordinary
-# tests), then nmhost export against the OpenTelemetry Collector's
+# JavaScript's syntax, ESLint and the extension's unit tests under Node.js,
+# the whole Go suite with the race detector (fuzz seed corpora run as
+# ordinary tests), then nmhost export against the OpenTelemetry Collector's
 # receiver (tools/otelcol-test, a module of its own). The end-to-end tests
 # in Chromium (-tags e2e) run in the background beside the static checks
 # and the Go suite; their output and time come last. Everything it needs
@@ -138,6 +139,15 @@ fi
 
 current="JavaScript syntax"; phase "$current"
 ./scripts/check-js.sh
+
+current="JavaScript lint (ESLint)"; phase "$current"
+./scripts/lint-js.sh
+
+# The extension's modules that need no browser (the audit checkpoint's
+# rules, the router's tables, the prompt's text), each against a stand-in
+# for what it talks to; the browser tests cover them in Chromium.
+current="JavaScript unit tests (node --test)"; phase "$current"
+node --test --test-reporter=spec extension/test/*.test.mjs
 
 current="host mode links no exporter"; phase "$current"
 # nmhost export (internal/export) speaks OTLP; the browser starts host mode

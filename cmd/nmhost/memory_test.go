@@ -48,7 +48,7 @@ func TestHostPeakMemoryUnderHostileInput(t *testing.T) {
 }
 
 // BenchmarkHostPeakRSS reports the same scenario's peak as a metric, for the
-// README's table: go test -run XXX -bench HostPeakRSS -benchtime 1x ./cmd/nmhost
+// docs/performance.md: go test -run XXX -bench HostPeakRSS -benchtime 1x ./cmd/nmhost
 func BenchmarkHostPeakRSS(b *testing.B) {
 	var peak int64
 	for range b.N {

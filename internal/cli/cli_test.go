@@ -93,16 +93,16 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-// TestReadmeCommandTable: the README's command table shows each command
-// as `nmhost --help` does, and no command the host does not have.
-func TestReadmeCommandTable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestCommandsDocTable: docs/commands.md's command table shows each
+// command as `nmhost --help` does, and no command the host does not have.
+func TestCommandsDocTable(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/commands.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := bytes.Index(readme, []byte("\n## Commands\n"))
 	if start < 0 {
-		t.Fatal("README has no ## Commands section")
+		t.Fatal("docs/commands.md has no ## Commands section")
 	}
 	table := string(readme[start:])
 	table = table[:strings.Index(table[1:], "\n## ")+1]
@@ -111,13 +111,13 @@ func TestReadmeCommandTable(t *testing.T) {
 	table = regexp.MustCompile(`\[([^]]*)\]\([^)]*\)`).ReplaceAllString(table, "$1")
 	for _, s := range specs {
 		if row := "| " + s.usageLine() + " | " + s.summary + " |\n"; !strings.Contains(table, row) {
-			t.Errorf("README's command table lacks the row\n%s", row)
+			t.Errorf("docs/commands.md's command table lacks the row\n%s", row)
 		}
 	}
 	for _, m := range regexp.MustCompile(`(?m)^\| nmhost ([a-z]+(?: [a-z-]+)?)[ |]`).FindAllStringSubmatch(table, -1) {
 		name := m[1]
 		if !slices.ContainsFunc(specs, func(s *spec) bool { return s.name == name || strings.HasPrefix(name, s.name+" ") }) {
-			t.Errorf("README's command table shows `nmhost %s`, which is no command", name)
+			t.Errorf("docs/commands.md's command table shows `nmhost %s`, which is no command", name)
 		}
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 // spec is what a person reads about one command: the line they type, what
 // it does, its positional arguments and examples. The top-level help, each
-// command's --help and the README's command table are all made from (or,
-// for the README, checked against) these.
+// command's --help and docs/commands.md's table are all made from (or,
+// for the table, checked against) these.
 type spec struct {
 	name     string // "install", "prefs list"
 	synopsis string // what follows "nmhost NAME"
@@ -194,7 +194,7 @@ func specFor(name string) *spec {
 	panic("cli: no spec for " + name)
 }
 
-// usageLine is the command as the README's table and the help show it.
+// usageLine is the command as docs/commands.md's table and the help show it.
 func (s *spec) usageLine() string {
 	return strings.TrimSpace("nmhost " + s.name + " " + s.synopsis)
 }

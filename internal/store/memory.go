@@ -18,7 +18,7 @@ import (
 // later runs of the same session, not a document store: a few KiB of text
 // and a handful of labels. The entry count bounds what one session can
 // make the database hold (about 400 MiB of text at the most) and keeps a
-// search within its speed target (README, "Speed").
+// search within its speed target (docs/performance.md).
 const (
 	// MaxMemoryTextBytes bounds an entry's text (UTF-8, not empty).
 	MaxMemoryTextBytes = 4 << 10
@@ -113,7 +113,7 @@ func deleteMemoryTx(ctx context.Context, tx *sql.Tx, sessionID string) error {
 // MaxMemoryCandidates bounds the matches a search ranks: the newest ones,
 // when a query's words are in more entries than this. A word in most of
 // a full session's entries would otherwise cost a bm25 score for each;
-// with the bound a search stays within its speed target (README, "Speed")
+// with the bound a search stays within its speed target (docs/performance.md)
 // whatever it asks for, and a query of a few words rarely matches more.
 const MaxMemoryCandidates = 2000
 

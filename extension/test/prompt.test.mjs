@@ -1,0 +1,222 @@
+// Unit tests of the prompt window's text and buttons (prompt.js): what an
+// agent chose is shown escaped and isolated, long targets are cut in the
+// middle, contents appear only as a length, only the offered answers show,
+// and none answers while the window is inert. prompt.js is a page script;
+// it runs here in a context of its own over a small stand-in for the page
+// whose elements are read from prompt.html, so an id one file uses and
+// the other lacks fails the test.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import vm from 'node:vm';
+
+const source = readFileSync(new URL('../prompt.js', import.meta.url), 'utf8');
+const html = readFileSync(new URL('../prompt.html', import.meta.url), 'utf8');
+
+class Element {
+  constructor(tag, attrs = '') {
+    this.tagName = tag.toUpperCase();
+    this.hidden = /\shidden[\s>]/.test(` ${attrs} `);
+    this.disabled = /\sdisabled[\s>]/.test(` ${attrs} `);
+    this.textContent = '';
+    this.className = '';
+    this.dataset = {};
+    this.children = [];
+    this.listeners = {};
+    this.tBodies = tag === 'table' ? [new Element('tbody')] : undefined;
+  }
+  replaceChildren(...c) { this.children = c; }
+  append(...c) { this.children.push(...c); }
+  insertCell() { const td = new Element('td'); this.children.push(td); return td; }
+  addEventListener(type, fn) { (this.listeners[type] ||= []).push(fn); }
+  click() { for (const fn of this.listeners.click || []) fn(); }
+  // text is what a person sees in it: its own text and its children's.
+  get text() { return [this.textContent, ...this.children.map((c) => c.text)].join(''); }
+}
+
+// open shows the prompt for details, as the service worker opens it, and
+// returns the page, what it sent, and its timers to run by hand.
+function open(details, { waiting = 0 } = {}) {
+  const byId = new Map();
+  for (const m of html.matchAll(/<(\w+)([^>]*)\sid="([^"]+)"([^>]*)>/g)) byId.set(m[3], new Element(m[1], m[2] + m[4]));
+  const sent = [];
+  const timers = [];
+  const docListeners = {};
+  const winListeners = {};
+  const document = {
+    body: { dataset: {} },
+    visibilityState: 'visible',
+    getElementById: (id) => byId.get(id) || null,
+    createElement: (tag) => new Element(tag),
+    addEventListener: (type, fn) => { (docListeners[type] ||= []).push(fn); },
+  };
+  const window = { closed: false, addEventListener: (type, fn) => { (winListeners[type] ||= []).push(fn); }, close() { this.closed = true; } };
+  const chrome = {
+    runtime: {
+      // Copied: objects made in the page's context have its own prototypes.
+      sendMessage: async (m) => { sent.push(JSON.parse(JSON.stringify(m))); return m.type === 'prompt-status' ? { success: true, waiting } : undefined; },
+      onMessage: { addListener: () => {} },
+    },
+  };
+  const context = {
+    document, window, chrome, URLSearchParams,
+    location: { search: '?id=p1', hash: `#${encodeURIComponent(JSON.stringify(details))}` },
+    setTimeout: (fn) => { timers.push(fn); return timers.length; },
+    clearTimeout: () => {},
+  };
+  vm.runInNewContext(source, context, { filename: 'prompt.js' });
+  const $ = (id) => {
+    const el = byId.get(id);
+    assert.ok(el, `prompt.html has no #${id}`);
+    return el;
+  };
+  const fire = (on, type, ev = {}) => { for (const fn of on[type] || []) fn(ev); };
+  return {
+    $, sent, window,
+    // settle lets the inert period end.
+    settle: () => { while (timers.length) timers.shift()(); },
+    focus: () => fire(winListeners, 'focus'),
+    key: (key) => { const ev = { key, prevented: false, preventDefault() { this.prevented = true; } }; fire(docListeners, 'keydown', ev); return ev.prevented; },
+  };
+}
+
+const fetchDetails = {
+  agentId: 'fetcher', operation: 'network.fetch', permission: 'network.fetch', class: 'confirm',
+  target: { method: 'POST', url: 'https://api.example.com/v1' }, rememberAs: 'POST https://api.example.com:443',
+  offers: ['allow-once', 'always-allow', 'deny'],
+};
+
+const BUTTONS = ['allow-once', 'allow-session', 'allow-24h', 'always-allow', 'allow-and-log', 'deny', 'always-block'];
+
+test('an operation\'s prompt names the agent, the operation and the exact target', () => {
+  const p = open({ ...fetchDetails, reason: 'it changes something outside the browser' });
+  assert.equal(p.$('agent').text, 'fetcher');
+  assert.equal(p.$('operation').text, 'network.fetch');
+  assert.equal(p.$('target').text, 'POST https://api.example.com/v1');
+  assert.equal(p.$('remember-as').text, 'POST https://api.example.com:443');
+  assert.equal(p.$('reason').textContent, 'It changes something outside the browser.');
+  assert.equal(p.$('permission-set').textContent, '(none named)');
+  assert.equal(p.$('layer').hidden, true);
+});
+
+test('what an agent chose is escaped and isolated', async (t) => {
+  for (const [name, selector, shown] of [
+    ['a right-to-left override', '#a\u202egro.elpmaxe', '#a\\u202egro.elpmaxe'],
+    ['a newline', 'a\nb', 'a\\u000ab'],
+    ['a zero-width space', 'pay\u200bpal', 'pay\\u200bpal'],
+    ['a bidi isolate', '\u2066x\u2069', '\\u2066x\\u2069'],
+    ['a byte-order mark', '\ufeffx', '\\ufeffx'],
+    ['a C1 control', 'x\u0085y', 'x\\u0085y'],
+  ]) {
+    await t.test(name, () => {
+      const p = open({ ...fetchDetails, agentId: selector, target: { selector } });
+      const agent = p.$('agent').children[0];
+      assert.equal(agent.tagName, 'BDI');
+      assert.equal(agent.textContent, shown);
+      assert.equal(p.$('target').text, `selector ${shown}`);
+    });
+  }
+});
+
+test('a long target keeps its start and end, with the whole text one click away', () => {
+  const url = `https://api.example.com/${'a'.repeat(300)}/end.json`;
+  const p = open({ ...fetchDetails, target: { method: 'GET', url } });
+  const target = p.$('target');
+  const full = `GET ${url}`;
+  const [cut, more] = target.children;
+  assert.equal(cut.textContent, `${full.slice(0, 90)} … ${full.slice(-60)}`);
+  assert.equal(target.dataset.truncated, 'true');
+  assert.equal(target.dataset.full, full);
+  assert.equal(more.tagName, 'DETAILS');
+  assert.equal(more.children[0].textContent, `show all ${full.length} characters`);
+  assert.equal(more.children[1].textContent, full);
+});
+
+test('contents are shown as a length, never as text', async (t) => {
+  for (const [name, target, want] of [
+    ['page text', { selector: '#notes', origin: 'https://example.com', textLength: 12, text: 'the secret' }, 'selector #notes; page https://example.com; 12 bytes of text'],
+    ['one byte', { textLength: 1, data: 'x' }, '1 byte of text'],
+    ['a workspace file', { path: 'notes/a.txt', content: 'secret' }, 'workspace file notes/a.txt'],
+    ['a shell read of outside files', { paths: ['/etc/passwd', 'b'] }, 'files /etc/passwd, b'],
+    ['nothing', {}, '(none)'],
+  ]) {
+    await t.test(name, () => {
+      const shown = open({ ...fetchDetails, target }).$('target').text;
+      assert.equal(shown, want);
+      assert.ok(!shown.includes('secret'));
+    });
+  }
+});
+
+test('"always" of a shell read names the exact files', () => {
+  const p = open({ ...fetchDetails, operation: 'shell.read', rememberAs: JSON.stringify(['/home/a/x', '/home/a/y']) });
+  assert.equal(p.$('remember-as').text, 'reading exactly /home/a/x, /home/a/y');
+  assert.equal(open({ ...fetchDetails, rememberAs: '' }).$('remember-as').text, 'every network.fetch by this agent');
+});
+
+test('only the offered answers show, and only known ones', async (t) => {
+  for (const [name, offers, shown] of [
+    ['the host\'s offers', ['allow-once', 'always-allow', 'deny'], ['allow-once', 'always-allow', 'deny']],
+    ['an unknown answer is dropped', ['allow-once', 'allow-forever', 'deny'], ['allow-once', 'deny']],
+    ['a property of every object is no answer', ['toString', '__proto__', 'deny'], ['deny']],
+    ['no offers: once and deny', undefined, ['allow-once', 'deny']],
+  ]) {
+    await t.test(name, () => {
+      const p = open({ ...fetchDetails, offers });
+      assert.deepEqual(BUTTONS.filter((b) => !p.$(b).hidden), shown);
+    });
+  }
+});
+
+test('no answer is given while the window is inert', () => {
+  const p = open(fetchDetails);
+  assert.ok(BUTTONS.every((b) => p.$(b).disabled), 'every button starts disabled');
+  p.$('always-allow').click();
+  assert.ok(p.key('Enter'), 'Enter is swallowed while inert');
+  assert.ok(p.key(' '), 'Space is swallowed while inert');
+  assert.deepEqual(p.sent.filter((m) => m.type === 'prompt-answer'), []);
+  p.settle();
+  assert.ok(!p.$('deny').disabled && !p.$('allow-once').disabled);
+  assert.ok(p.$('allow-session').disabled, 'a button not offered stays disabled');
+  assert.equal(p.key('Enter'), false);
+  // Focus coming back makes it inert again.
+  p.focus();
+  assert.ok(p.$('deny').disabled);
+  p.$('deny').click();
+  assert.deepEqual(p.sent.filter((m) => m.type === 'prompt-answer'), []);
+  p.settle();
+  p.$('deny').click();
+  assert.deepEqual(p.sent.filter((m) => m.type === 'prompt-answer'), [{ type: 'prompt-answer', promptId: 'p1', answer: 'deny' }]);
+  // A second click of the answered window sends nothing more.
+  p.$('allow-once').click();
+  assert.equal(p.sent.filter((m) => m.type === 'prompt-answer').length, 1);
+});
+
+test('a workflow plan lists its tasks and offers "always" for that plan', () => {
+  const p = open({
+    workflow: 'wf\u202e1', plan: { layers: 3, hash: 'abcdef0123456789ffff' }, offers: ['allow-once', 'always-allow', 'deny'],
+    tasks: [
+      { layer: 1, task: 't1', agentId: 'fetcher', operation: 'network.fetch', class: 'confirm', target: { method: 'POST', url: 'https://x.example/' } },
+      { layer: 2, task: 't2', agentId: 'writer', operation: 'page.write', class: 'confirm', target: { selector: '#a', textLength: 3 }, permissionSet: 'page' },
+    ],
+  });
+  assert.equal(p.$('single').hidden, true);
+  assert.equal(p.$('layer').hidden, false);
+  assert.equal(p.$('plan-head').hidden, false);
+  assert.equal(p.$('workflow').text, 'wf\\u202e1');
+  assert.equal(p.$('plan-hash').text, 'abcdef0123456789');
+  assert.equal(p.$('always-allow').textContent, 'Always allow this plan');
+  const rows = p.$('tasks').tBodies[0].children.map((tr) => tr.children.map((td) => td.text));
+  assert.deepEqual(rows, [
+    ['1', 't1', 'fetcher', 'network.fetch', 'confirm', 'POST https://x.example/', '(none named)'],
+    ['2', 't2', 'writer', 'page.write', 'confirm', 'selector #a; 3 bytes of text', 'page'],
+  ]);
+});
+
+test('the window says how many more prompts of the agent wait', async () => {
+  const p = open(fetchDetails, { waiting: 2 });
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(p.$('queue').hidden, false);
+  assert.equal(p.$('queue').textContent, '2 more requests from this agent wait after this one.');
+  assert.deepEqual(p.sent[0], { type: 'prompt-status', promptId: 'p1' });
+});

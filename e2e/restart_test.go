@@ -98,6 +98,16 @@ func TestAnswerDoesNotCrossAHostRestart(t *testing.T) {
 		t.Fatalf("the old window says %q", said)
 	}
 	screenshotWithdrawn(t, old)
+
+	// A window whose prompt the service worker no longer holds (it
+	// restarted, and its host process ended with it) is refused the same
+	// way, and recorded by what the window says it asked.
+	stale := eval[reply](t, ext, fmt.Sprintf(`chrome.runtime.sendMessage({type: 'prompt-answer', promptId: crypto.randomUUID(), answer: 'allow-24h',
+		about: {id: %q, agentId: %q, permission: 'network.fetch', operation: 'network.fetch'}})`, oldID, other))
+	if stale.Success || stale.Code != "prompt_cancelled" || !strings.Contains(stale.Error, "restarted") {
+		t.Fatalf("an answer for a prompt the service worker never held got %+v", stale)
+	}
+	waitForDenial(t, ext, other, `"answer":"allow-24h"`)
 }
 
 // screenshotWithdrawn keeps what a withdrawn prompt window shows: the

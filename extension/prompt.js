@@ -197,7 +197,10 @@ for (const answer of answers) {
   $(answer).addEventListener('click', async () => {
     if (!live || withdrawnAlready) return;
     live = false;
-    const r = await chrome.runtime.sendMessage({ type: 'prompt-answer', promptId, answer, shown: await digest });
+    // about: what this window asked, for the record should the service
+    // worker no longer hold the prompt (it restarted).
+    const about = { id: details.id, agentId: details.agentId, permission: details.permission, operation: details.operation };
+    const r = await chrome.runtime.sendMessage({ type: 'prompt-answer', promptId, answer, shown: await digest, about });
     if (r?.success) window.close();
     else withdrawnNow(r?.error || 'nobody waits for this answer any more');
   });

@@ -182,21 +182,26 @@ export function promptStatus(promptId) {
 // promptAnswered takes a window's answer and its digest of the prompt
 // (shown). An answer for a withdrawn prompt is refused and put in the
 // host's denial log (with its audit record): the person clicked for a
-// run, or a host process, that is over.
-export async function promptAnswered(promptId, answer, shown) {
+// run, or a host process, that is over. So is one for a prompt this
+// service worker never held (it restarted since the window opened: its
+// host process ended with it), named by the window's own prompt (about).
+export async function promptAnswered(promptId, answer, shown, about) {
   const e = byPromptId.get(promptId);
   if (e?.shown) {
     finish(e, answer, { shown: String(shown ?? '') });
     return { success: true };
   }
   // Kept: the window (or a copy of it) still asks why (promptStatus).
-  const w = withdrawn.get(promptId);
+  let w = withdrawn.get(promptId);
+  if (!w && about && typeof about === 'object' && !e) {
+    w = { details: about, why: 'the extension restarted since this window opened, and the host process that asked ended with it' };
+  }
   if (!w) return { success: false, code: 'unknown_prompt', error: 'no prompt waits for this answer' };
   const d = w.details;
   const error = `answered after the prompt was withdrawn: ${w.why}`;
-  if (d.agentId) {
+  if (typeof d.agentId === 'string' && d.agentId) {
     await native.request('log-denial', {
-      agentId: d.agentId, permission: d.permission, code: 'prompt_cancelled',
+      agentId: d.agentId, permission: String(d.permission || ''), code: 'prompt_cancelled',
       context: { reason: error, details: { operation: String(d.operation || ''), answer: String(answer).slice(0, 40), promptId: String(d.id).slice(0, 80) } },
     }).catch((err) => console.warn('agentgate: late answer not logged:', err.message || err));
   }

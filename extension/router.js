@@ -56,7 +56,7 @@ const pageHandlers = {
     }
   },
   // The window's answer, with its digest of the prompt it showed (shown.js).
-  'prompt-answer': (msg) => promptAnswered(String(msg.promptId), String(msg.answer), msg.shown),
+  'prompt-answer': (msg) => promptAnswered(String(msg.promptId), String(msg.answer), msg.shown, msg.about),
   'prompt-status': async (msg) => promptStatus(String(msg.promptId)),
   // The audit trail's check (audit.js): the options page and the popup ask on open.
   'audit-check': () => checkAudit(),

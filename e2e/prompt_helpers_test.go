@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -166,4 +167,41 @@ func noPromptWithin(t testing.TB, d time.Duration) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// waitInPrompt waits until cond holds in the prompt window tg, and
+// returns what expr then says there. An evaluation in a
+// chrome.windows.create popup has gone unanswered under load (see
+// clickPrompt): each try is bounded and attaches afresh.
+func waitInPrompt(t testing.TB, tg *target.Info, cond, expr string) string {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for {
+		try := min(time.Until(deadline), 20*time.Second)
+		ctx, detach := chromedp.NewContext(browser, chromedp.WithTargetID(tg.TargetID), chromedp.WithDetachOnCancel())
+		c, cancel := context.WithTimeout(ctx, try)
+		v, err := evalErr[string](c, fmt.Sprintf(`new Promise(r => { const w = () => (location.href.startsWith('chrome-extension:') && (%s)) ? r(String(%s)) : setTimeout(w, 50); w() })`, cond, expr))
+		cancel()
+		detach()
+		if err == nil {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("in the prompt window %s, %s never held: %v", tg.URL[:min(len(tg.URL), 120)], cond, err)
+		}
+	}
+}
+
+// promptDetails is the prompt a window shows, as the service worker gave
+// it (the URL's fragment), and the window's prompt id.
+func promptDetails(t testing.TB, tg *target.Info) (details map[string]any, promptID string) {
+	t.Helper()
+	u, err := url.Parse(tg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(u.Fragment), &details); err != nil {
+		t.Fatalf("the prompt window's fragment %q: %v", u.Fragment, err)
+	}
+	return details, u.Query().Get("id")
 }

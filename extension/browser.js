@@ -33,26 +33,58 @@ export async function bindTab(tabId) {
   if (typeof injected?.documentId !== 'string' || typeof origin !== 'string' || !/^[a-z][a-z0-9+.-]*:\/\/[^/?#@]+$/.test(origin)) {
     return { context: { tabId, unbound: 'the page has no origin a run can be bound to' }, origin: '' };
   }
-  return { context: { tabId, documentId: injected.documentId }, origin };
+  // binding names this run's injection: what the page answers is counted
+  // per run (pageRecord).
+  return { context: { tabId, documentId: injected.documentId, binding: crypto.randomUUID() }, origin };
 }
 
-// The denial log gets page_changed from here, for both ways it happens: the
-// bound document is gone (nothing is left in the page to report it) or the
-// document answered that its origin is not the bound one.
-async function logPageChanged(m, origin, documentId, reason) {
+// What the page's world answers does not speak for anyone: a compromised
+// renderer holds it, and may answer every call with a refusal. So a
+// refusal the document answered is recorded only here, in the name of the
+// run whose call it answered (the agent the host's browser-call names),
+// and at most PAGE_RECORDS_PER_RUN times per run (per binding): a page
+// cannot fill the denial log, nor write in another agent's name. The
+// content-script world has no message of its own that records anything
+// (router.js).
+export const PAGE_RECORDS_PER_RUN = 8;
+const pageRecords = new Map(); // binding -> records written for it
+const MAX_RUNS_COUNTED = 512;
+
+function pageRecordAllowed(binding) {
+  const key = String(binding ?? '');
+  const n = pageRecords.get(key) || 0;
+  if (n >= PAGE_RECORDS_PER_RUN) return false;
+  pageRecords.delete(key);
+  pageRecords.set(key, n + 1);
+  if (pageRecords.size > MAX_RUNS_COUNTED) pageRecords.delete(pageRecords.keys().next().value);
+  return true;
+}
+
+// logPageRefusal records a page call's refusal: page_changed when the
+// bound document is gone (nothing is left in the page to report it, so
+// the service worker saw it itself), and, bounded per run, what the
+// document answered (page_changed for an origin that is not the bound
+// one, permission_not_granted from its domAccess check).
+async function logPageRefusal(m, origin, documentId, binding, code, reason, fromPage) {
   const call = String(m.call);
+  if (fromPage && !pageRecordAllowed(binding)) {
+    console.warn(`agentgate: ${code} from the page not recorded: this run has had ${PAGE_RECORDS_PER_RUN}`);
+    return;
+  }
+  const details = { operation: call, documentId };
+  if (fromPage) details.decidedBy = 'page';
   try {
     await native.request('log-denial', {
-      agentId: m.agentId, permission: call.startsWith('page.write.') ? 'page.write' : 'page.read', code: 'page_changed',
-      context: { reason, method: call.split('.').pop(), url: origin, details: { operation: call, documentId } },
+      agentId: m.agentId, permission: call.startsWith('page.write.') ? 'page.write' : 'page.read', code,
+      context: { reason: String(reason).slice(0, 500), method: call.split('.').pop(), url: origin, details },
     });
   } catch (e) {
-    console.warn('agentgate: page_changed not logged:', e.message || e);
+    console.warn(`agentgate: ${code} not logged:`, e.message || e);
   }
 }
 
 async function pageCall(m) {
-  const { tabId, documentId, origin, unbound } = m.context || {};
+  const { tabId, documentId, origin, unbound, binding } = m.context || {};
   if (!Number.isInteger(tabId)) return fail('bad_request', 'this run has no tab to act on');
   if (typeof documentId !== 'string' || !documentId || typeof origin !== 'string' || !origin) {
     return fail('no_browser', `this run is bound to no page${unbound ? `: ${String(unbound).slice(0, 300)}` : ''}`);
@@ -62,6 +94,7 @@ async function pageCall(m) {
   const info = await native.request('getAgentInfo', { agentId: m.agentId });
   const domAccess = info.success ? info.data?.profile?.capabilities?.domAccess || 'none' : 'none';
   let res;
+  let fromPage = true;
   try {
     // The document, not the tab: a tab that navigated holds another
     // document, and this message must never reach it. frameId 0 with the
@@ -74,9 +107,12 @@ async function pageCall(m) {
       { frameId: 0, documentId });
   } catch (e) {
     res = fail('page_changed', `the page this run is bound to (${origin}) is no longer the one in its tab: ${e.message || e}`);
+    fromPage = false;
   }
-  if (!res) return fail('no_browser', 'the page did not answer');
-  if (res.code === 'page_changed') await logPageChanged(m, origin, documentId, String(res.error || 'the page changed'));
+  if (!res || typeof res !== 'object') return fail('no_browser', 'the page did not answer');
+  if (res.code === 'page_changed' || res.code === 'permission_not_granted') {
+    await logPageRefusal(m, origin, documentId, binding, res.code, res.error || res.code, fromPage);
+  }
   return res;
 }
 

@@ -1,7 +1,9 @@
 // The permission mediator's first layer in the page: it builds the
 // restricted page API for an agent's call and enforces the profile's
 // domAccess before touching the DOM. The host has already decided the call
-// (layer 2); a refusal here is reported to the host's denial log too.
+// (layer 2); a refusal here is this document's answer, which the service
+// worker records in the run's name (browser.js): this world sends nothing
+// of its own, since a compromised renderer could send anything from it.
 //
 // It is not in every page: the service worker injects it into the tab a run
 // is bound to when the run starts (chrome.scripting, under activeTab), and
@@ -25,14 +27,7 @@
     attributes: Object.fromEntries(Array.from(el.attributes).slice(0, 50).map((a) => [a.name, a.value.slice(0, 2000)])),
   });
 
-  const deny = (msg, permission, reason) => {
-    const denial = {
-      agentId: msg.agentId, permission, code: 'permission_not_granted',
-      context: { reason, method: msg.call.split('.').pop(), url: location.href },
-    };
-    chrome.runtime.sendMessage({ type: 'layer1-denial', denial }).catch(() => {});
-    return { success: false, code: 'permission_not_granted', error: reason };
-  };
+  const deny = (reason) => ({ success: false, code: 'permission_not_granted', error: reason });
 
   const select = (selector, all) => {
     try {
@@ -81,11 +76,11 @@
     }
     const dom = msg.domAccess;
     if (msg.call.startsWith('page.read.') && dom !== 'read-only' && dom !== 'full') {
-      sendResponse(deny(msg, 'page.read', `domAccess is ${dom}`));
+      sendResponse(deny(`domAccess is ${dom}`));
       return false;
     }
     if (msg.call.startsWith('page.write.') && dom !== 'full') {
-      sendResponse(deny(msg, 'page.write', `domAccess is ${dom}`));
+      sendResponse(deny(`domAccess is ${dom}`));
       return false;
     }
     sendResponse(call(msg.params || {}));

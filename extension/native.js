@@ -10,12 +10,20 @@
 // it: a host that speaks another protocol version than this extension
 // gets no request at all, and every request fails with protocol_mismatch
 // saying which side is older, instead of a reply read in the wrong shape.
+// Nor is anything it asks done: its browser-calls, prompts and notices
+// are refused unanswered (and counted in that message), until a host of
+// this version is on the port.
+//
+// What the host asks is answered on the port it came from, and only
+// while that port is the current one: an answer never reaches another
+// host process than the one that asked. When a port closes, the prompts
+// its host opened are withdrawn (prompts.js, through onDisconnect).
 
 export const HOST_NAME = 'com.agentgate.nmhost';
 
 // PROTOCOL is the version of docs/protocol.md this extension speaks; the
 // host reports its own in hello (data.protocol).
-export const PROTOCOL = 2;
+export const PROTOCOL = 3;
 
 // protocolProblem says, for people, why a host that reported version got
 // no requests; null when the versions match.
@@ -48,11 +56,12 @@ class NativeHost {
     this.hostHandlers = {};
     this.connectListeners = [];
     this.disconnectListeners = [];
+    this.conn = null; // the current connection (see connect)
     this.ready = null; // the current connection's hello: {ok, hello} or {ok: false, code, message}
   }
 
   // onConnect(fn) calls fn after each new connection (a host process
-  // started); onDisconnect(fn) after it ends.
+  // started); onDisconnect(fn) after it ends, with the connection and why.
   onConnect(fn) {
     this.connectListeners.push(fn);
   }
@@ -68,20 +77,26 @@ class NativeHost {
   connect() {
     if (this.port) return this.port;
     const port = chrome.runtime.connectNative(HOST_NAME);
-    port.onMessage.addListener((m) => this.onMessage(m));
+    // conn is this host process: served only once its hello showed this
+    // protocol version (matched); refused lists what it asked before or
+    // without that.
+    const conn = { port, matched: false, refused: [], asked: 0 };
+    port.onMessage.addListener((m) => this.onMessage(m, conn));
     port.onDisconnect.addListener(() => {
       const why = chrome.runtime.lastError?.message || 'the host exited';
       if (this.port === port) this.port = null;
       this.chunks.clear();
       for (const [, p] of this.pending) p.reject(new HostError('host_disconnected', why));
       this.pending.clear();
-      for (const fn of this.disconnectListeners) fn();
+      for (const fn of this.disconnectListeners) fn(conn, why);
     });
     this.port = port;
+    this.conn = conn;
     this.ready = this.send('hello', {}, { timeoutMs: 30000 }).then((r) => {
       if (!r?.success) return { ok: false, code: r?.code || 'host_unavailable', message: r?.error || 'hello failed' };
       const problem = protocolProblem(r.data?.protocol);
       if (problem) return { ok: false, code: 'protocol_mismatch', message: problem, hello: r.data };
+      conn.matched = true;
       return { ok: true, hello: r.data };
     }, (e) => ({ ok: false, code: e.code || 'host_unavailable', message: String(e.message || e) }));
     // After hello is posted: a listener that sends its own request finds
@@ -100,8 +115,9 @@ class NativeHost {
   async request(type, params = {}, opts = {}) {
     for (;;) {
       const port = this.connect();
+      const conn = this.conn;
       const ready = await this.ready;
-      if (!ready.ok) throw new HostError(ready.code, ready.message);
+      if (!ready.ok) throw new HostError(ready.code, ready.message + refusedNote(conn));
       // The host that answered hello may have gone meanwhile: the next
       // one is asked hello first too, never sent this request unchecked.
       if (this.port === port) return this.send(type, params, opts);
@@ -138,18 +154,20 @@ class NativeHost {
     this.request('cancel-request', { requestId: id }, { timeoutMs: 10000 }).catch(() => {});
   }
 
-  onMessage(m) {
+  onMessage(m, conn) {
     if (m && m.chunk) {
-      this.collect(m);
+      this.collect(m, conn);
       return;
     }
     if (!m || typeof m !== 'object') return;
-    if (typeof m.id === 'string' && m.id.startsWith('h:') && RESULT_TYPES[m.type]) {
-      this.answerHost(m);
+    const fromHost = typeof m.id === 'string' && m.id.startsWith('h:');
+    if (fromHost && (RESULT_TYPES[m.type] || NOTICES.has(m.type)) && !this.serves(conn, m)) return;
+    if (fromHost && RESULT_TYPES[m.type]) {
+      this.answerHost(m, conn);
       return;
     }
-    if (typeof m.id === 'string' && m.id.startsWith('h:') && NOTICES.has(m.type)) {
-      Promise.resolve().then(() => this.hostHandlers[m.type]?.(m)).catch((e) => console.warn(`agentgate: ${m.type}:`, e.message || e));
+    if (fromHost && NOTICES.has(m.type)) {
+      Promise.resolve().then(() => this.hostHandlers[m.type]?.(m, conn)).catch((e) => console.warn(`agentgate: ${m.type}:`, e.message || e));
       return;
     }
     const p = this.pending.get(m.id);
@@ -161,7 +179,18 @@ class NativeHost {
     p.resolve(m);
   }
 
-  collect(m) {
+  // serves says whether what host process conn asks (m) is done: only
+  // for a host whose hello showed this protocol version, still on the
+  // current port. Anything else is refused unanswered, and counted.
+  serves(conn, m) {
+    if (conn.matched && this.port === conn.port) return true;
+    conn.asked++;
+    if (conn.refused.length < 8) conn.refused.push(String(m.type).slice(0, 40));
+    console.warn(`agentgate: refused ${m.type} ${String(m.id).slice(0, 60)} from a host ${conn.matched ? 'that is no longer connected' : 'of another protocol version'}`);
+    return false;
+  }
+
+  collect(m, conn) {
     const { seq, total, data } = m.chunk;
     const key = JSON.stringify(m.id);
     const parts = this.chunks.get(key) || [];
@@ -176,21 +205,35 @@ class NativeHost {
       joined.set(b, off);
       off += b.length;
     }
-    this.onMessage(JSON.parse(new TextDecoder().decode(joined)));
+    this.onMessage(JSON.parse(new TextDecoder().decode(joined)), conn);
   }
 
-  async answerHost(m) {
+  async answerHost(m, conn) {
     const handler = this.hostHandlers[m.type];
     let result;
     try {
-      result = handler ? await handler(m) : { success: false, code: 'unknown_type', error: `no handler for ${m.type}` };
+      result = handler ? await handler(m, conn) : { success: false, code: 'unknown_type', error: `no handler for ${m.type}` };
     } catch (e) {
       result = { success: false, code: e.code || 'internal_error', error: String(e.message || e) };
     }
     // A prompt the host withdrew meanwhile: nobody there waits for it.
     if (result?.noReply) return;
-    this.port?.postMessage({ ...result, id: m.id, type: RESULT_TYPES[m.type] });
+    // Only to the process that asked: after a restart the current port
+    // is another host's, whose request of the same number is another one.
+    if (this.port !== conn.port) {
+      console.warn(`agentgate: the answer to ${m.type} ${String(m.id).slice(0, 60)} is dropped: the host that asked is gone`);
+      return;
+    }
+    conn.port.postMessage({ ...result, id: m.id, type: RESULT_TYPES[m.type] });
   }
+}
+
+// refusedNote says, after a protocol mismatch, what that host asked of
+// this browser: none of it was done.
+function refusedNote(conn) {
+  if (!conn?.asked) return '';
+  const n = conn.asked;
+  return `; it asked this browser for ${n} ${n === 1 ? 'thing' : 'things'} (${conn.refused.join(', ')}), and none was done`;
 }
 
 export const native = new NativeHost();

@@ -3,11 +3,19 @@
 // sends the answer to the service worker. Closing the window without
 // answering denies.
 //
+// The prompt is the host's message as it came (the service worker puts
+// it in the URL); the answer carries the digest of it (shown.js), and the
+// host takes the answer only for the prompt with that digest and id.
+// A prompt withdrawn while it shows (its host process ended) says so,
+// and its buttons go.
+//
 // A prompt opens over whatever the person was doing, often typing in a
 // form. So no button is a default, and the decision buttons stay inert
 // (disabled: neither focusable nor clickable, Enter and Space do nothing)
 // until the window has been shown for INERT_MS, and again each time it
 // regains focus, as browsers do with their own permission prompts.
+import { shownDigest } from './shown.js';
+
 const INERT_MS = 750;
 
 const promptId = new URLSearchParams(location.search).get('id');
@@ -18,6 +26,8 @@ try {
   details = {};
 }
 const $ = (id) => document.getElementById(id);
+// The digest of the prompt as received, computed once, before any answer.
+const digest = shownDigest(details).catch(() => '');
 
 // Characters that change how text around them reads without showing
 // themselves: C0 and C1 controls, bidi embeddings, overrides, isolates and
@@ -80,7 +90,7 @@ function describe(target) {
 // rememberAs says what an "always" answer would cover. The outside files
 // of a shell read come as a JSON list, shown as the files themselves.
 function rememberAs(d) {
-  const r = d.rememberAs || '';
+  const r = String(d.rememberAs || '');
   if (r.startsWith('[')) {
     try {
       return `reading exactly ${JSON.parse(r).join(', ')}`;
@@ -95,7 +105,9 @@ function rememberAs(d) {
 // narrowed by the service worker to what this kind of prompt can carry);
 // the others stay hidden and inert.
 const BUTTONS = ['allow-once', 'allow-session', 'allow-24h', 'always-allow', 'allow-and-log', 'deny', 'always-block'];
-let answers = (Array.isArray(details.offers) ? details.offers : ['allow-once', 'deny']).filter((a) => BUTTONS.includes(a));
+// A layer offers once or deny; a plan also "always" for that plan.
+const KIND = !Array.isArray(details.tasks) ? BUTTONS : details.plan ? ['allow-once', 'always-allow', 'deny'] : ['allow-once', 'deny'];
+let answers = (Array.isArray(details.offers) ? details.offers : ['allow-once', 'deny']).filter((a) => KIND.includes(a));
 for (const a of answers) $(a).hidden = false;
 if (Array.isArray(details.tasks)) {
   // A layer: one answer for all its listed tasks, and no "always": a
@@ -126,12 +138,12 @@ if (Array.isArray(details.tasks)) {
 } else {
   agentText($('agent'), details.agentId || '?');
   agentText($('operation'), details.operation || '?');
-  $('reason').textContent = details.reason ? escapeHidden(`It ${details.reason.replace(/^it /, '')}.`) : '';
-  $('class').textContent = details.class || '';
-  $('permission').textContent = details.permission || '';
+  $('reason').textContent = details.reason ? escapeHidden(`It ${String(details.reason).replace(/^it /, '')}.`) : '';
+  $('class').textContent = String(details.class || '');
+  $('permission').textContent = String(details.permission || '');
   agentText($('target'), describe(details.target));
   // The set is the ceiling on what this agent can ever be granted.
-  $('permission-set').textContent = details.permissionSet || '(none named)';
+  $('permission-set').textContent = String(details.permissionSet || '(none named)');
   // The reach of an "always" answer: the method and canonical origin for a
   // fetch, the page's origin for a write, the outside files a shell
   // command reads, or the operation as a whole.
@@ -161,12 +173,38 @@ document.addEventListener('keydown', (e) => {
 }, true);
 arm();
 
+// The request this window answers: the host process's instance and the
+// request's number.
+agentText($('request-id'), String(details.id || '?'));
+
+// withdrawnNow shows why this prompt no longer takes an answer, and
+// takes its buttons away.
+let withdrawnAlready = false;
+function withdrawnNow(why) {
+  withdrawnAlready = true;
+  live = false;
+  clearTimeout(timer);
+  for (const a of answers) {
+    $(a).disabled = true;
+    $(a).hidden = true;
+  }
+  answers = [];
+  const w = $('withdrawn');
+  w.hidden = false;
+  w.textContent = `This request was withdrawn: ${escapeHidden(why)}. An answer here counts for nothing; close this window.`;
+  document.body.dataset.withdrawn = 'true';
+}
+
 for (const answer of answers) {
   $(answer).addEventListener('click', async () => {
-    if (!live) return;
+    if (!live || withdrawnAlready) return;
     live = false;
-    await chrome.runtime.sendMessage({ type: 'prompt-answer', promptId, answer });
-    window.close();
+    // about: what this window asked, for the record should the service
+    // worker no longer hold the prompt (it restarted).
+    const about = { id: details.id, agentId: details.agentId, permission: details.permission, operation: details.operation };
+    const r = await chrome.runtime.sendMessage({ type: 'prompt-answer', promptId, answer, shown: await digest, about });
+    if (r?.success) window.close();
+    else withdrawnNow(r?.error || 'nobody waits for this answer any more');
   });
 }
 
@@ -179,7 +217,9 @@ function showWaiting(n) {
 }
 chrome.runtime.onMessage.addListener((msg) => {
   if (msg?.type === 'prompt-queue' && msg.promptId === promptId) showWaiting(Number(msg.waiting) || 0);
+  if (msg?.type === 'prompt-withdrawn' && msg.promptId === promptId) withdrawnNow(String(msg.reason || 'withdrawn'));
 });
 chrome.runtime.sendMessage({ type: 'prompt-status', promptId }).then((r) => {
   if (r?.success) showWaiting(Number(r.waiting) || 0);
+  else if (r?.code === 'prompt_cancelled') withdrawnNow(String(r.error || 'withdrawn'));
 }, () => {});

@@ -10,8 +10,16 @@
 // The host withdraws a prompt (prompt-cancel) when the run it belongs to
 // ends or its time runs out: the window closes, and an answer that still
 // arrives for it is refused and recorded as prompt_cancelled, never
-// passed on.
+// passed on. When the host process that asked ends (its port closes),
+// every prompt it opened is withdrawn at once the same way, except that
+// the shown window stays and says why: its answer would otherwise be
+// posted to the next host process, which has requests of its own.
+//
+// The window gets the host's prompt exactly as it came, and answers with
+// the digest of what it received (shown.js); the host takes an answer
+// only with that digest and the prompt's id.
 import { native } from './native.js';
+import { shownDigest } from './shown.js';
 
 // Every answer a prompt of each kind can ever carry. What one prompt
 // offers is the host's `offers`, within these; the host refuses anything
@@ -44,13 +52,9 @@ const MAX_WITHDRAWN = 256;
 // nobody waiting for it there.
 export const NO_REPLY = { noReply: true };
 
-export async function prompt(m) {
-  const details = {
-    agentId: m.agentId, operation: m.operation, permission: m.permission,
-    class: m.class, target: m.target || {}, rememberAs: m.rememberAs || '', reason: m.reason,
-    permissionSet: m.permissionSet || '', offers: offered(m, ANSWERS),
-  };
-  return ask(m.id, `agent:${String(m.agentId)}`, details, m.timeoutMs, new Set(details.offers));
+// prompt shows the host's prompt m of host process conn.
+export async function prompt(m, conn) {
+  return ask(conn, m, `agent:${String(m.agentId)}`, new Set(offered(m, ANSWERS)));
 }
 
 // A workflow layer's prompt: one window listing every task of the layer
@@ -59,23 +63,18 @@ export async function prompt(m) {
 // with "plan") lists those tasks of every layer before anything runs, and
 // also offers "always" for that exact plan: the host keys it by the plan's
 // hash, so any change to one of its side effects asks again.
-export async function promptLayer(m) {
-  const tasks = (Array.isArray(m.tasks) ? m.tasks : []).map((t) => ({
-    task: String(t.task || ''), layer: Number(t.layer) || 0, agentId: String(t.agentId || ''), operation: String(t.operation || ''),
-    class: String(t.class || ''), target: t.target || {}, permissionSet: String(t.permissionSet || ''), reason: String(t.reason || ''),
-  }));
-  const details = { layer: Number(m.layer) || 0, workflow: String(m.workflow || ''), tasks };
-  if (m.plan && typeof m.plan === 'object') {
-    details.plan = { hash: String(m.plan.hash || ''), layers: Number(m.plan.layers) || 0 };
-  }
-  details.offers = offered(m, details.plan ? PLAN_ANSWERS : LAYER_ANSWERS);
-  return ask(m.id, `workflow:${details.workflow}`, details, m.timeoutMs, new Set(details.offers));
+export async function promptLayer(m, conn) {
+  const plan = m.plan && typeof m.plan === 'object';
+  return ask(conn, m, `workflow:${String(m.workflow || '')}`, new Set(offered(m, plan ? PLAN_ANSWERS : LAYER_ANSWERS)));
 }
 
-function ask(hostId, key, details, timeoutMs, allowed) {
+// ask queues the prompt m (its window shows m itself, as the host sent
+// it: the digest it answers with is of exactly that) and resolves with
+// the answer for the host.
+function ask(conn, m, key, allowed) {
   return new Promise((resolve) => {
-    const e = { hostId: String(hostId), key, promptId: crypto.randomUUID(), details, allowed, resolve, windowId: null, shown: false, done: false };
-    e.timer = setTimeout(() => finish(e, 'deny'), Math.max(1000, Number(timeoutMs) || 60000) + BACKSTOP_MS);
+    const e = { conn, hostId: String(m.id), key, promptId: crypto.randomUUID(), details: m, allowed, resolve, windowId: null, shown: false, done: false };
+    e.timer = setTimeout(() => finish(e, 'deny'), Math.max(1000, Number(m.timeoutMs) || 60000) + BACKSTOP_MS);
     byHostId.set(e.hostId, e);
     byPromptId.set(e.promptId, e);
     const q = queues.get(key) || [];
@@ -100,18 +99,24 @@ async function show(e) {
 }
 
 // finish settles a prompt once: its answer goes to the host (or nothing,
-// when withdrawn), its window closes, and the agent's next prompt shows.
-function finish(e, answer, { reply = true } = {}) {
+// when withdrawn), its window closes (unless keepWindow: it says why it
+// was withdrawn), and the agent's next prompt shows. shown is the
+// window's digest of the prompt; a deny the service worker gives itself
+// (the window closed, or never opened, or time ran out) carries the
+// digest of the prompt it denies.
+function finish(e, answer, { reply = true, shown, keepWindow = false } = {}) {
   if (e.done) return;
   e.done = true;
   clearTimeout(e.timer);
-  byHostId.delete(e.hostId);
+  if (byHostId.get(e.hostId) === e) byHostId.delete(e.hostId);
   byPromptId.delete(e.promptId);
   const q = (queues.get(e.key) || []).filter((x) => x !== e);
   if (q.length) queues.set(e.key, q);
   else queues.delete(e.key);
-  if (e.windowId !== null) chrome.windows.remove(e.windowId).catch(() => {});
-  e.resolve(reply ? { answer: e.allowed.has(answer) ? answer : 'deny' } : NO_REPLY);
+  if (e.windowId !== null && !keepWindow) chrome.windows.remove(e.windowId).catch(() => {});
+  if (!reply) e.resolve(NO_REPLY);
+  else if (shown === undefined) e.resolve(shownDigest(e.details).then((d) => ({ answer: 'deny', shown: d }), () => ({ answer: 'deny' })));
+  else e.resolve({ answer: e.allowed.has(answer) ? answer : 'deny', shown });
   if (q.length && !q[0].shown) show(q[0]);
   tellWaiting(e.key);
 }
@@ -123,6 +128,29 @@ function tellWaiting(key) {
   chrome.runtime.sendMessage({ type: 'prompt-queue', promptId: q[0].promptId, waiting: q.length - 1 }).catch(() => {});
 }
 
+// withdraw puts e among the withdrawn prompts, for the late answer's
+// record and for its window's question (promptStatus).
+function withdraw(e, why) {
+  withdrawn.set(e.promptId, { details: e.details, why });
+  if (withdrawn.size > MAX_WITHDRAWN) withdrawn.delete(withdrawn.keys().next().value);
+}
+
+// withdrawAll withdraws every prompt the host process conn opened, when
+// its port closed: nothing will take their answers. Their windows stay
+// and say why; the queued ones go unseen.
+export function withdrawAll(conn, reason) {
+  const why = `nmhost, which asked, ended before you answered (${String(reason || 'the host exited').slice(0, 200).replace(/\.+$/, '')})`;
+  // The queued ones first: finishing a shown one would show the next.
+  const mine = [...byPromptId.values()].filter((x) => x.conn === conn).sort((a, b) => a.shown - b.shown);
+  for (const e of mine) {
+    withdraw(e, why);
+    const open = e.shown;
+    finish(e, 'deny', { reply: false, keepWindow: true });
+    if (open) chrome.runtime.sendMessage({ type: 'prompt-withdrawn', promptId: e.promptId, reason: why }).catch(() => {});
+  }
+}
+native.onDisconnect(withdrawAll);
+
 // Closing the window denies now, not after the timeout.
 export function onWindowRemoved(windowId) {
   for (const e of byPromptId.values()) {
@@ -132,41 +160,49 @@ export function onWindowRemoved(windowId) {
 
 // promptCancel is the host's prompt-cancel: the prompt's run ended or its
 // time ran out. Its window closes (or it leaves the queue unseen).
-export function promptCancel(m) {
+export function promptCancel(m, conn) {
   const e = byHostId.get(String(m.id));
-  if (!e) return NO_REPLY;
-  withdrawn.set(e.promptId, { details: e.details, why: String(m.reason || 'withdrawn by the host') });
-  if (withdrawn.size > MAX_WITHDRAWN) withdrawn.delete(withdrawn.keys().next().value);
+  if (!e || e.conn !== conn) return NO_REPLY;
+  withdraw(e, String(m.reason || 'withdrawn by the host'));
   finish(e, 'deny', { reply: false });
   return NO_REPLY;
 }
 
 // promptStatus is what a prompt window asks when it opens: how many wait
-// behind it.
+// behind it, or why it was withdrawn.
 export function promptStatus(promptId) {
   const e = byPromptId.get(promptId);
-  if (!e) return { success: false, code: withdrawn.has(promptId) ? 'prompt_cancelled' : 'unknown_prompt' };
+  if (!e) {
+    const w = withdrawn.get(promptId);
+    return w ? { success: false, code: 'prompt_cancelled', error: w.why } : { success: false, code: 'unknown_prompt', error: 'no prompt waits for this answer' };
+  }
   return { success: true, waiting: (queues.get(e.key) || []).length - 1 };
 }
 
-// promptAnswered takes a window's answer. An answer for a withdrawn
-// prompt is refused and put in the host's denial log (with its audit
-// record): the person clicked for a run that is over.
-export async function promptAnswered(promptId, answer) {
+// promptAnswered takes a window's answer and its digest of the prompt
+// (shown). An answer for a withdrawn prompt is refused and put in the
+// host's denial log (with its audit record): the person clicked for a
+// run, or a host process, that is over. So is one for a prompt this
+// service worker never held (it restarted since the window opened: its
+// host process ended with it), named by the window's own prompt (about).
+export async function promptAnswered(promptId, answer, shown, about) {
   const e = byPromptId.get(promptId);
   if (e?.shown) {
-    finish(e, answer);
+    finish(e, answer, { shown: String(shown ?? '') });
     return { success: true };
   }
-  const w = withdrawn.get(promptId);
+  // Kept: the window (or a copy of it) still asks why (promptStatus).
+  let w = withdrawn.get(promptId);
+  if (!w && about && typeof about === 'object' && !e) {
+    w = { details: about, why: 'the extension restarted since this window opened, and the host process that asked ended with it' };
+  }
   if (!w) return { success: false, code: 'unknown_prompt', error: 'no prompt waits for this answer' };
-  withdrawn.delete(promptId);
   const d = w.details;
   const error = `answered after the prompt was withdrawn: ${w.why}`;
-  if (d.agentId) {
+  if (typeof d.agentId === 'string' && d.agentId) {
     await native.request('log-denial', {
-      agentId: d.agentId, permission: d.permission, code: 'prompt_cancelled',
-      context: { reason: error, details: { operation: String(d.operation || ''), answer: String(answer).slice(0, 40) } },
+      agentId: d.agentId, permission: String(d.permission || ''), code: 'prompt_cancelled',
+      context: { reason: error, details: { operation: String(d.operation || ''), answer: String(answer).slice(0, 40), promptId: String(d.id).slice(0, 80) } },
     }).catch((err) => console.warn('agentgate: late answer not logged:', err.message || err));
   }
   return { success: false, code: 'prompt_cancelled', error };

@@ -55,7 +55,8 @@ const pageHandlers = {
       auditSoon();
     }
   },
-  'prompt-answer': (msg) => promptAnswered(String(msg.promptId), String(msg.answer)),
+  // The window's answer, with its digest of the prompt it showed (shown.js).
+  'prompt-answer': (msg) => promptAnswered(String(msg.promptId), String(msg.answer), msg.shown, msg.about),
   'prompt-status': async (msg) => promptStatus(String(msg.promptId)),
   // The audit trail's check (audit.js): the options page and the popup ask on open.
   'audit-check': () => checkAudit(),
@@ -70,13 +71,12 @@ const pageHandlers = {
   'python-progress': pythonProgress,
 };
 
-const contentHandlers = {
-  // Layer 1 refused a page call: the host's denial log gets it too.
-  'layer1-denial': async (msg) => {
-    const d = msg.denial || {};
-    return native.request('log-denial', { agentId: d.agentId, permission: d.permission, code: d.code, context: d.context });
-  },
-};
+// The content-script world (the page mediator, content.js) asks nothing of
+// the service worker: a compromised renderer holds that world, and a
+// message from it could name any agent. Its refusals reach the denial log
+// as its answers to the service worker's calls, in the run's name and
+// bounded per run (browser.js, logPageRefusal).
+const contentHandlers = {};
 
 export const hostRequests = { 'browser-call': browserCall, prompt, 'prompt-layer': promptLayer, 'prompt-cancel': promptCancel };
 native.setHostHandlers(hostRequests);

@@ -70,7 +70,12 @@ const (
 	// prompt did not offer (a forged "always" to a layer's prompt); it
 	// denies, so an answer can never reach wider than the question.
 	CodeAnswerNotOffered Code = "answer_not_offered"
-	CodePageChanged      Code = "page_changed" // the document a run is bound to is gone or has another origin
+	// CodeAnswerMismatch: an answer bound to no prompt this host waits
+	// for (another host process's id, an id it never sent) or given in a
+	// window that did not show this prompt (its digest differs); it
+	// denies, and nothing is remembered.
+	CodeAnswerMismatch Code = "answer_mismatch"
+	CodePageChanged    Code = "page_changed" // the document a run is bound to is gone or has another origin
 
 	// Running WebAssembly agents.
 	CodeInvalidModule    Code = "invalid_module"     // not a module wazero accepts

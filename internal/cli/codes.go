@@ -20,7 +20,7 @@ var knownCodes = []mediator.Code{
 	mediator.CodeNonCanonicalHost, mediator.CodeInvalidURL, mediator.CodeHeaderNotAllowed, mediator.CodeTooManyRedirects,
 	mediator.CodeUpstreamError, mediator.CodeDNSError, mediator.CodeMethodNotAllowed, mediator.CodeBodyNotAllowed,
 	mediator.CodeNoBrowser, mediator.CodeUserDenied, mediator.CodeBlockedByUser, mediator.CodePromptTimeout, mediator.CodePromptCancelled,
-	mediator.CodeConfirmRequired, mediator.CodeAnswerNotOffered, mediator.CodePageChanged,
+	mediator.CodeConfirmRequired, mediator.CodeAnswerNotOffered, mediator.CodeAnswerMismatch, mediator.CodePageChanged,
 	mediator.CodeInvalidModule, mediator.CodeModuleLimits, mediator.CodeImportNotGranted, mediator.CodeTrap, mediator.CodeMemoryLimit,
 	mediator.CodeCallLimit, mediator.CodeExitNonZero, mediator.CodeMemoryBusy, mediator.CodeCompileTimeout,
 	mediator.CodeWrongRuntime, mediator.CodeUnknownRun, mediator.CodeUnknownOperation,

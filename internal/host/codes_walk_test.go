@@ -166,6 +166,10 @@ func refusalScenarios() []codeScenario {
 			w.answers("allow-forever")
 			w.fetch("forger", w.web.URL+"/ok", map[string]any{"method": "POST", "body": "x"})
 		}},
+		{code: mediator.CodeAnswerMismatch, entry: "network-fetch answered from a window that showed another prompt", scenario: func(w *walk) {
+			w.answers("mismatched")
+			w.fetch("forger", w.web.URL+"/ok", map[string]any{"method": "POST", "body": "x"})
+		}},
 		{code: mediator.CodeBlockedByUser, entry: "network-fetch", scenario: func(w *walk) {
 			w.answers("always-block")
 			w.fetch("blocker", w.web.URL+"/ok", map[string]any{"method": "POST", "body": "x"})

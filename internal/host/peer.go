@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/shown"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -39,11 +42,20 @@ const DefaultBrowserTimeout = 15 * time.Second
 
 // peer sends host-initiated requests to the extension and matches the
 // results to their callers by id.
+//
+// An id is "h:INSTANCE:N": INSTANCE is 64 random bits drawn once per
+// host process, N counts this process's requests. A process numbering
+// afresh from h:1 would take an answer given to the previous process's
+// h:1 (its window still open when that process ended) as its own; with
+// the instance in the id, that answer names a request no process waits
+// for, and is refused (answer_mismatch).
 type peer struct {
-	s       *server
-	next    atomic.Int64
-	mu      sync.Mutex
-	waiting map[string]waiter
+	s        *server
+	next     atomic.Int64
+	instOnce sync.Once
+	inst     string
+	mu       sync.Mutex
+	waiting  map[string]waiter
 	// cancelled are withdrawn prompts by id, oldest first in order: an
 	// answer that crossed the prompt-cancel on the way is refused and
 	// recorded as theirs.
@@ -54,6 +66,20 @@ type peer struct {
 type waiter struct {
 	typ string // the request type; only its result type may answer
 	ch  chan *request
+	// shown is a prompt's digest as sent (internal/shown): its answer
+	// counts only with the same digest, computed by the window that
+	// showed it.
+	shown string
+}
+
+// instance is this process's part of every id it sends.
+func (p *peer) instance() string {
+	p.instOnce.Do(func() {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it panics instead)
+		p.inst = hex.EncodeToString(b[:])
+	})
+	return p.inst
 }
 
 // deliver hands a result frame to the caller waiting for its id. An
@@ -79,6 +105,10 @@ func (p *peer) deliver(req *request) {
 	if !ok && p.refuseLate(id, req) {
 		return
 	}
+	if !ok && promptTypes[resultTypes[req.Type]] {
+		p.refuseUnbound(id, req)
+		return
+	}
 	if !ok {
 		p.s.log.Warn("result dropped: nobody waits for it", "type", req.Type, "id", clip(id))
 		return
@@ -86,11 +116,37 @@ func (p *peer) deliver(req *request) {
 	w.ch <- req // buffered: never blocks the reader
 }
 
+// refuseUnbound records a person's answer that names no prompt this
+// process waits for: another process's (sent before a restart), one
+// never sent, or one given as the wrong kind of answer. It counts for
+// nothing, and is on the record.
+func (p *peer) refuseUnbound(id string, req *request) {
+	var res promptResult
+	// decode: only to name the answer in the denial; it decides nothing.
+	_ = json.Unmarshal(req.Raw, &res)
+	p.s.log.Warn("answer refused: no prompt of this process has its id", "type", req.Type, "id", clip(id))
+	p.s.recordDenial(context.Background(), mediator.Denial{Code: mediator.CodeAnswerMismatch,
+		Context: mediator.DenialContext{Reason: "an answer for a prompt this host process did not send or does not wait for (another process's, sent before a restart, or never sent)",
+			Details: map[string]string{"promptId": clip(id), "answer": clip(string(res.Answer)), "type": clip(req.Type)}}})
+}
+
 // ask sends a request of type typ with fields beside id and type, and waits
 // for its result, the timeout, the caller's context or the browser leaving.
 func (p *peer) ask(ctx context.Context, typ string, timeout time.Duration, fields map[string]any) (*request, error) {
-	id := "h:" + strconv.FormatInt(p.next.Add(1), 10)
+	id := "h:" + p.instance() + ":" + strconv.FormatInt(p.next.Add(1), 10)
+	msg := make(map[string]any, len(fields)+2)
+	for k, v := range fields {
+		msg[k] = v
+	}
+	msg["id"], msg["type"] = id, typ
 	w := waiter{typ: typ, ch: make(chan *request, 1)}
+	if promptTypes[typ] {
+		d, err := shown.Of(msg)
+		if err != nil {
+			return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: typ + " could not be encoded", Err: err}
+		}
+		w.shown = d
+	}
 	p.mu.Lock()
 	if p.waiting == nil {
 		p.waiting = map[string]waiter{}
@@ -103,11 +159,6 @@ func (p *peer) ask(ctx context.Context, typ string, timeout time.Duration, field
 		p.mu.Unlock()
 	}()
 
-	msg := make(map[string]any, len(fields)+2)
-	for k, v := range fields {
-		msg[k] = v
-	}
-	msg["id"], msg["type"] = id, typ
 	rawID, _ := json.Marshal(id)
 	if err := p.s.write(rawID, msg); err != nil {
 		return nil, &mediator.Error{Code: mediator.CodeInternal, Msg: typ + " could not be encoded", Err: err}
@@ -116,6 +167,9 @@ func (p *peer) ask(ctx context.Context, typ string, timeout time.Duration, field
 	defer timer.Stop()
 	select {
 	case r := <-w.ch:
+		if err := w.bound(r); err != nil {
+			return nil, err
+		}
 		return r, nil
 	case <-timer.C:
 		p.withdraw(id, typ, fields, "its time ran out")
@@ -142,6 +196,24 @@ func (p *peer) ask(ctx context.Context, typ string, timeout time.Duration, field
 		p.lateInQueue(id, w)
 		return nil, &mediator.Error{Code: mediator.CodeTimeout, Msg: typ + " was cancelled", Err: ctx.Err()}
 	}
+}
+
+// bound refuses a prompt's answer given in a window that did not show
+// this prompt: its digest is not the one the host computed when it sent
+// it. A result that cannot be read is left to readAnswer, which denies.
+func (w waiter) bound(r *request) error {
+	if w.shown == "" {
+		return nil
+	}
+	var res promptResult
+	if mediator.DecodeExact(r.Raw, &res) != nil {
+		return nil
+	}
+	if res.Shown != w.shown {
+		return mediator.Errorf(mediator.CodeAnswerMismatch,
+			"the answer came from a window that did not show this prompt (its digest %q is not the prompt's)", clip(res.Shown))
+	}
+	return nil
 }
 
 // lateInQueue refuses an answer that reached w as the wait ended another
@@ -329,4 +401,7 @@ type promptResult struct {
 	ID     json.RawMessage `json:"id"`
 	Type   string          `json:"type"`
 	Answer mediator.Answer `json:"answer"`
+	// Shown is the digest of the prompt as its window received it
+	// (internal/shown, extension/shown.js).
+	Shown string `json:"shown"`
 }

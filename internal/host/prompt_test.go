@@ -20,7 +20,7 @@ import (
 // prompts showed.
 type promptScript struct {
 	mu        sync.Mutex
-	answers   []string // "late" answers allow-once only after the prompt was withdrawn
+	answers   []string // "late" answers allow-once only after the prompt was withdrawn; "mismatched" with another prompt's digest
 	shown     []map[string]any
 	withdrawn []map[string]any // the prompt-cancel messages
 	cancelled map[string]chan struct{}
@@ -45,6 +45,10 @@ func (p *promptScript) handle(typ string, msg json.RawMessage) map[string]any {
 	}
 	a := p.answers[0]
 	p.answers = p.answers[1:]
+	if a == "mismatched" {
+		p.mu.Unlock()
+		return map[string]any{"answer": "allow-once", "shown": strings.Repeat("0", 64)}
+	}
 	if a != "late" {
 		p.mu.Unlock()
 		return map[string]any{"answer": a}

@@ -29,8 +29,9 @@ const DefaultMaxInFlightBytes = 32 << 20
 const MemoryLimit = 192 << 20
 
 // ProtocolVersion is reported by "hello"; it changes only when a reply's
-// shape changes incompatibly.
-const ProtocolVersion = 2
+// shape changes incompatibly. 3: a prompt's answer must carry the digest
+// of the prompt its window showed ("shown"; RATIONALE.md).
+const ProtocolVersion = 3
 
 // Options configures Serve. App is required (Authorizer has a default,
 // the core's policy); the rest have safe zero values.

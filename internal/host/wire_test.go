@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -96,5 +97,9 @@ func TestWireVocabularyMatchesTheExtension(t *testing.T) {
 	notices := quoted(between(t, native, "const NOTICES = new Set([", "]);"))
 	if !slices.Equal(notices, []string{"prompt-cancel"}) {
 		t.Errorf("the extension takes the notices %v; the host sends prompt-cancel", notices)
+	}
+	// Both speak the same version of the protocol.
+	if v := strings.TrimSpace(between(t, native, "export const PROTOCOL =", ";")); v != strconv.Itoa(ProtocolVersion) {
+		t.Errorf("the extension speaks protocol %s; the host %d", v, ProtocolVersion)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentgate/nmhost/internal/frame"
+	"github.com/agentgate/nmhost/internal/shown"
 )
 
 // Reply is one reply from the host.
@@ -296,6 +297,14 @@ func (c *Client) answerHost(id json.RawMessage, typ, resultType string, msg []by
 			fields = map[string]any{}
 		}
 		fields["id"], fields["type"] = id, resultType
+		if _, ok := fields["shown"]; !ok && resultType != "browser-result" {
+			// As a prompt window does: the answer carries the digest of
+			// the prompt it answers. A handler that sets "shown" itself
+			// (a test forging one) keeps its own.
+			if d, err := shown.Digest(msg); err == nil {
+				fields["shown"] = d
+			}
+		}
 		if b, err := json.Marshal(fields); err == nil {
 			_ = c.w.Write(b)
 		}

@@ -71,7 +71,7 @@ func TestPromptIDsDifferAcrossProcesses(t *testing.T) {
 	if ids[0] == ids[1] {
 		t.Fatalf("two processes sent the same prompt id %s", ids[0])
 	}
-	if web.hits.Load() != 0 {
+	if web.Hits.Load() != 0 {
 		t.Fatal("an unanswered POST reached the server")
 	}
 }

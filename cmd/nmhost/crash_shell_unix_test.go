@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -138,6 +140,123 @@ func shellPathsOnRecord(t *testing.T, s *store.Store) map[string]bool {
 				for _, p := range r.Operation.Shell.Paths {
 					out[p] = true
 				}
+			}
+		}
+		if page.NextAfterSeq == 0 {
+			return out
+		}
+		after = page.NextAfterSeq
+	}
+}
+
+// fsprobe is wasmhost's workspace test agent, built for wasip1: each
+// input line "write NAME TEXT" writes a file through WASI.
+var fsprobe = sync.OnceValues(func() ([]byte, error) {
+	return testwasm.Build("../../wasmhost/testdata/fsprobe")
+})
+
+// TestWASIWritesSurviveKill9: a WebAssembly agent writes files through
+// WASI in its session's workspace, two runs at once, over and over, and
+// the host is killed with SIGKILL mid-stream; the durability alternates
+// between kills (one data dir, so the module is compiled once). Every
+// file in the workspace afterwards must have an allowing workspace.write
+// decision on record that names it, and the trail must verify.
+func TestWASIWritesSurviveKill9(t *testing.T) {
+	const workers, perRun, killAfter = 2, 20, 3
+	module, err := fsprobe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	iterations := crashIterations(t, 4)
+	dir := t.TempDir()
+	ctx := context.Background()
+	var files int
+	for it := range iterations {
+		durability := []string{mediator.DurabilityWritten, mediator.DurabilityStrict}[it%2]
+		if err := datadir.SaveConfig(dir, datadir.Config{AllowedOrigins: []string{origin}, Audit: &datadir.AuditSettings{Durability: durability}}); err != nil {
+			t.Fatal(err)
+		}
+		p := start(t, dir)
+		if it == 0 {
+			prof := map[string]any{"agentId": "wasi-writer", "permissionSet": "filesystem",
+				"permissions":  map[string]any{"required": []string{"workspace.read", "workspace.write"}},
+				"capabilities": map[string]any{"executionTimeout": 60000}}
+			if r := call(t, p.Client, "install-agent", map[string]any{"profile": prof, "module": base64.StdEncoding.EncodeToString(module)}); !r.Success {
+				t.Fatalf("install: %+v", r)
+			}
+			if r := call(t, p.Client, "set-session", map[string]any{"sessionId": "crash", "level": "low"}); !r.Success {
+				t.Fatalf("session: %+v", r)
+			}
+		}
+		var replied atomic.Int64
+		enough := make(chan struct{})
+		var once sync.Once
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := 0; ; n++ {
+					var in strings.Builder
+					for k := range perRun {
+						fmt.Fprintf(&in, "write /workspace/i%d-w%d-r%d-f%d.txt x\n", it, w, n, k)
+					}
+					r, err := p.Call(ctx, "run-agent", map[string]any{"agentId": "wasi-writer", "sessionId": "crash", "input": in.String()})
+					if err != nil {
+						return // the host is gone
+					}
+					if !r.Success {
+						t.Errorf("run: %s %s", r.Code, r.Error)
+						once.Do(func() { close(enough) })
+						return
+					}
+					if replied.Add(1) == killAfter {
+						once.Do(func() { close(enough) })
+					}
+				}
+			}()
+		}
+		<-enough
+		// Other runs are writing: the kill lands mid-run.
+		s := killThenOpen(t, p, &wg, dir)
+		decided := writePathsOnRecord(t, s)
+		rep, verr := s.VerifyAudit(ctx)
+		wsDir := s.SessionWorkspaceDir("crash")
+		s.Close()
+		if verr != nil || !rep.OK {
+			t.Fatalf("iteration %d (%s): verify after kill -9: %+v %v", it, durability, rep, verr)
+		}
+		entries, err := os.ReadDir(wsDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lost []string
+		for _, e := range entries {
+			if !decided[e.Name()] {
+				lost = append(lost, e.Name())
+			}
+		}
+		files = len(entries)
+		if len(lost) > 0 {
+			t.Fatalf("iteration %d (%s): %d of %d files in the workspace have no decision on record: %v", it, durability, len(lost), len(entries), lost)
+		}
+	}
+	t.Logf("%d kills; %d files in the workspace, every one decided on record", iterations, files)
+}
+
+// writePathsOnRecord is every path an allowing workspace.write decision
+// in the trail names.
+func writePathsOnRecord(t *testing.T, s *store.Store) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for after := int64(0); ; {
+		page, err := s.ListAudit(context.Background(), after, store.MaxDenialPage, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.Records {
+			if r.Kind == mediator.AuditDecision && r.Allowed && r.Operation.Name == mediator.OpWorkspaceWrite {
+				out[strings.TrimPrefix(r.Operation.Path, "/")] = true
 			}
 		}
 		if page.NextAfterSeq == 0 {

@@ -7,8 +7,8 @@ import (
 	"maps"
 	"unicode/utf8"
 
-	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/app/runs"
+	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/netproxy"

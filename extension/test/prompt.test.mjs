@@ -10,7 +10,15 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import vm from 'node:vm';
 
-const source = readFileSync(new URL('../prompt.js', import.meta.url), 'utf8');
+import { shownDigest } from '../shown.js';
+
+// prompt.js is a module page script; its one import (shown.js, the digest
+// of what the window shows) is given to the context here, so the page's
+// code runs as it is, over the stand-in.
+const IMPORT = "import { shownDigest } from './shown.js';";
+const module = readFileSync(new URL('../prompt.js', import.meta.url), 'utf8');
+assert.ok(module.includes(IMPORT), 'prompt.js no longer imports shown.js as this test expects');
+const source = module.replace(IMPORT, '');
 const html = readFileSync(new URL('../prompt.html', import.meta.url), 'utf8');
 
 class Element {
@@ -59,7 +67,7 @@ function open(details, { waiting = 0 } = {}) {
     },
   };
   const context = {
-    document, window, chrome, URLSearchParams,
+    document, window, chrome, URLSearchParams, shownDigest,
     location: { search: '?id=p1', hash: `#${encodeURIComponent(JSON.stringify(details))}` },
     setTimeout: (fn) => { timers.push(fn); return timers.length; },
     clearTimeout: () => {},
@@ -168,13 +176,15 @@ test('only the offered answers show, and only known ones', async (t) => {
   }
 });
 
-test('no answer is given while the window is inert', () => {
+test('no answer is given while the window is inert', async () => {
   const p = open(fetchDetails);
+  // An answer is sent once the digest of what the window shows is ready.
+  const answered = async () => { await new Promise(setImmediate); return p.sent.filter((m) => m.type === 'prompt-answer'); };
   assert.ok(BUTTONS.every((b) => p.$(b).disabled), 'every button starts disabled');
   p.$('always-allow').click();
   assert.ok(p.key('Enter'), 'Enter is swallowed while inert');
   assert.ok(p.key(' '), 'Space is swallowed while inert');
-  assert.deepEqual(p.sent.filter((m) => m.type === 'prompt-answer'), []);
+  assert.deepEqual(await answered(), []);
   p.settle();
   assert.ok(!p.$('deny').disabled && !p.$('allow-once').disabled);
   assert.ok(p.$('allow-session').disabled, 'a button not offered stays disabled');
@@ -183,13 +193,17 @@ test('no answer is given while the window is inert', () => {
   p.focus();
   assert.ok(p.$('deny').disabled);
   p.$('deny').click();
-  assert.deepEqual(p.sent.filter((m) => m.type === 'prompt-answer'), []);
+  assert.deepEqual(await answered(), []);
   p.settle();
   p.$('deny').click();
-  assert.deepEqual(p.sent.filter((m) => m.type === 'prompt-answer'), [{ type: 'prompt-answer', promptId: 'p1', answer: 'deny' }]);
+  const [a, ...more] = await answered();
+  assert.deepEqual(more, []);
+  // The answer names its prompt and carries the digest of what was shown.
+  assert.deepEqual({ type: a.type, promptId: a.promptId, answer: a.answer, shown: a.shown },
+    { type: 'prompt-answer', promptId: 'p1', answer: 'deny', shown: await shownDigest(fetchDetails) });
   // A second click of the answered window sends nothing more.
   p.$('allow-once').click();
-  assert.equal(p.sent.filter((m) => m.type === 'prompt-answer').length, 1);
+  assert.equal((await answered()).length, 1);
 });
 
 test('a workflow plan lists its tasks and offers "always" for that plan', () => {

@@ -170,8 +170,11 @@ class NativeHost {
     }
     if (!m || typeof m !== 'object') return;
     const fromHost = typeof m.id === 'string' && m.id.startsWith('h:');
-    if (fromHost && (RESULT_TYPES[m.type] || NOTICES.has(m.type)) && !this.serves(conn, m)) return;
-    if (fromHost && RESULT_TYPES[m.type]) {
+    // Own members only: a host's type named "constructor" or "toString"
+    // is no request the extension answers.
+    const asks = Object.hasOwn(RESULT_TYPES, m.type);
+    if (fromHost && (asks || NOTICES.has(m.type)) && !this.serves(conn, m)) return;
+    if (fromHost && asks) {
       this.answerHost(m, conn);
       return;
     }

@@ -26,6 +26,8 @@ function connectNative(name) {
     },
     // exit is the host process ending.
     exit() { for (const fn of listeners.disconnect) fn(); },
+    // deliver is the host sending m of its own accord.
+    deliver(m) { for (const fn of listeners.message) fn(m); },
   };
   host.ports.push(port);
   return port;
@@ -194,5 +196,18 @@ test('a reply in chunks is put together, whatever order they come in', async () 
     assert.deepEqual(r.data, big);
   } finally {
     host.answer = null;
+  }
+});
+
+test('a host\'s request of a type every object has is not answered', async (t) => {
+  await native.request('list-agents', {});
+  const port = host.ports.at(-1);
+  for (const type of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+    await t.test(type, async () => {
+      const from = mark();
+      port.deliver({ id: 'h:0123456789abcdef:1', type });
+      await new Promise(setImmediate);
+      assert.deepEqual(host.posted.slice(from), []);
+    });
   }
 });

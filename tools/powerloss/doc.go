@@ -25,8 +25,11 @@
 //     undone.
 //
 // What it does not model: torn or partly written sectors (a write is
-// lost or kept whole), a disk that lies about fsync, data of a file
-// reaching the disk early through writeback (which only ever helps),
-// fallocate and copy_file_range (refused), and file locks across
-// machines (locks stay in the kernel, which is one machine).
+// lost or kept whole), a disk that lies about fsync (except on purpose,
+// LieAboutSync, to show a kept checkpoint catches what such a disk
+// loses), data of a file reaching the disk early through writeback
+// (which only ever helps), fallocate and copy_file_range (refused), and
+// file locks across machines (locks stay in the kernel, which is one
+// machine). FUSE passthrough is turned off for every file, or the kernel
+// would write behind the layer's back.
 package powerloss

@@ -31,6 +31,7 @@ type Layer struct {
 	mu      sync.Mutex // orders namespace changes and their journal
 	journal []nsOp     // namespace changes not yet committed to Disk
 	lost    bool       // the power went: nothing reaches Disk any more
+	lying   bool       // fsync says yes and keeps nothing (LieAboutSync)
 	syncs   int
 }
 
@@ -109,6 +110,16 @@ func (l *Layer) PowerLoss() error {
 		return fmt.Errorf("unmounting %s: %w", l.Mountpoint, err)
 	}
 	return os.RemoveAll(l.work)
+}
+
+// LieAboutSync makes every later fsync succeed without keeping anything,
+// as a disk whose write cache ignores flushes and then loses the power.
+// The audit trail cannot defend against such a disk; the test uses it to
+// show that a checkpoint kept elsewhere catches what it loses.
+func (l *Layer) LieAboutSync() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lying = true
 }
 
 // Syncs counts the fsyncs that reached Disk.
@@ -296,6 +307,9 @@ func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 	defer l.mu.Unlock()
 	if l.lost {
 		return syscall.EIO
+	}
+	if l.lying {
+		return 0
 	}
 	if err := l.commitJournal(); err != nil {
 		return fs.ToErrno(err)

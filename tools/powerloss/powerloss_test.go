@@ -32,7 +32,7 @@ func TestFetchDecisionsSurvivePowerLoss(t *testing.T) {
 	const lossBound = 500 * time.Millisecond
 	for _, durability := range []string{"strict", "written"} {
 		t.Run(durability, func(t *testing.T) {
-			n := iterations(t, 3)
+			n := iterations(t, 8)
 			c := newCanary(t)
 			disk := newDisk(t, durability)
 			var lostTotal, seenTotal int

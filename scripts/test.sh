@@ -5,11 +5,12 @@
 # JavaScript's syntax, ESLint and the extension's unit tests under Node.js,
 # the whole Go suite with the race detector (fuzz seed corpora run as
 # ordinary tests), then nmhost export against the OpenTelemetry Collector's
-# receiver (tools/otelcol-test, a module of its own). The end-to-end tests
-# in Chromium (-tags e2e) run in the background beside the static checks
-# and the Go suite; their output and time come last. Everything it needs
-# is installed here, so it works on a fresh machine. It ends with one
-# verdict line.
+# receiver (tools/otelcol-test, a module of its own), then the audit
+# trail under power loss on a FUSE layer (tools/powerloss, root or
+# fuse3). The end-to-end tests in Chromium (-tags e2e) run in the
+# background beside the static checks and the Go suite; their output and
+# time come last. Everything it needs is installed here, so it works on a
+# fresh machine. It ends with one verdict line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -86,10 +87,13 @@ go mod download
 # The collector integration test is a module of its own (tools/otelcol-test),
 # so the collector's dependencies stay out of nmhost's go.mod.
 (cd tools/otelcol-test && go mod download)
+# So is the power-loss test (tools/powerloss), for its FUSE library.
+(cd tools/powerloss && go mod download)
 
 current="go mod tidy"; phase "$current"
 go mod tidy -diff
 (cd tools/otelcol-test && go mod tidy -diff)
+(cd tools/powerloss && go mod tidy -diff)
 
 # The end-to-end tests need Chromium and the example agents; they fail,
 # never skip, when the browser cannot start.
@@ -114,6 +118,7 @@ go vet -tags e2e ./e2e
 GOOS=windows go vet ./...
 GOOS=darwin go vet ./...
 (cd tools/otelcol-test && go vet ./...)
+(cd tools/powerloss && go vet ./...)
 
 current="gofmt"; phase "$current"
 gofmt_out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -171,6 +176,21 @@ GORACE=${GORACE:-atexit_sleep_ms=10} go test -race -count=1 -timeout 30m ./...
 # in its own module (tools/otelcol-test, which replaces nmhost with ../..).
 current="collector integration (tools/otelcol-test)"; phase "$current"
 (cd tools/otelcol-test && go test -count=1 ./...)
+
+# The audit trail under power loss: the real host with its data dir on a
+# FUSE layer that drops what was not fsynced (tools/powerloss, a module of
+# its own for the FUSE library; docs/permissions.md, "Durability"). As
+# root it mounts with mount(2) itself; otherwise it needs fusermount3
+# (Debian's fuse3). It fails, never skips, when it cannot mount.
+current="power loss (tools/powerloss)"; phase "$current"
+if [ ! -c /dev/fuse ]; then
+  echo "test.sh: /dev/fuse is missing; the power-loss test needs FUSE (modprobe fuse, or a container started with --device /dev/fuse)" >&2
+  exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  ./scripts/apt-install.sh fusermount3 fuse3
+fi
+(cd tools/powerloss && go test -count=1 ./...)
 
 # The browser tests, behind their build tag so that plain `go test ./...`
 # needs no browser; here they have run beside the phases above, and fail

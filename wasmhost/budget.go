@@ -10,8 +10,10 @@ import (
 // DefaultMaxGuestMemory bounds the sum of the maxMemory of the runs in one
 // host process (Config.MaxGuestMemory). A guest's memory is allocated as
 // it grows, up to its maxMemory, so the budget counts each run's ceiling:
-// what it may take, not what it has taken so far. 2 GiB leaves room for
-// the host's own heap (host.MemoryLimit) on a machine that runs a browser.
+// what it may take, not what it has taken so far. It is mapped outside the
+// Go heap and unmapped as its run ends (guestmem.go), so what the budget
+// counts is what the process holds. 2 GiB leaves room for the host's own
+// heap (host.MemoryLimit) on a machine that runs a browser.
 const DefaultMaxGuestMemory = 2 << 30
 
 // memBudget is the host-wide account of guest memory. Its zero value is an

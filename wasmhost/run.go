@@ -17,6 +17,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/agentgate/nmhost/mediator"
@@ -201,7 +202,12 @@ func (ru *run) execute(ctx context.Context) Result {
 		ru.ctx = runCtx
 	}
 
-	callCtx := context.WithValue(runCtx, runKey{}, ru)
+	// The guest's memory is mapped outside the Go heap and unmapped when
+	// the run ends (guestmem.go), before its share of the budget is
+	// returned (the release deferred above runs after this).
+	mem := &runMemory{}
+	defer mem.freeAll()
+	callCtx := experimental.WithMemoryAllocator(context.WithValue(runCtx, runKey{}, ru), mem)
 	out := &outputWriter{ru: ru}
 	mc := wazero.NewModuleConfig().
 		WithName(""). // anonymous: runs of one module may overlap

@@ -1,6 +1,7 @@
 package adminpolicy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -88,6 +89,14 @@ func Load(path string) (mediator.AdminPolicy, error) {
 func Parse(b []byte, source string) (mediator.AdminPolicy, error) {
 	if len(b) > maxAdminPolicyBytes {
 		return mediator.AdminPolicy{}, mediator.Errorf(mediator.CodeTooLarge, "larger than %d bytes", maxAdminPolicyBytes)
+	}
+	// A policy is one JSON object. Decoding JSON null into a struct is
+	// not an error (it leaves the zero value), so a file reading "null"
+	// would be taken for a policy without rules: a broken file would lift
+	// every rule instead of being refused like any other malformed one.
+	if doc := bytes.TrimLeft(b, " \t\r\n"); len(doc) == 0 || doc[0] != '{' {
+		return mediator.AdminPolicy{}, mediator.Errorf(mediator.CodeBadRequest,
+			"not a policy: a policy file holds one JSON object (blockedPermissions, deniedHosts, maxSessionLevel and exportEndpoint), not null, an array or a string")
 	}
 	var p mediator.AdminPolicy
 	if err := mediator.DecodeExact(b, &p); err != nil {

@@ -38,6 +38,7 @@ func TestLoadAdminPolicy(t *testing.T) {
 		{"a repeated member", func(t *testing.T, dir, path string) {
 			write(t, path, `{"maxSessionLevel":"low","maxSessionLevel":"high"}`, 0o644)
 		}, "not a policy"},
+		{"JSON null", func(t *testing.T, dir, path string) { write(t, path, "null\n", 0o644) }, "not a policy"},
 		{"an unknown permission", func(t *testing.T, dir, path string) { write(t, path, `{"blockedPermissions":["run"]}`, 0o644) }, "not known"},
 		{"a bad host pattern", func(t *testing.T, dir, path string) { write(t, path, `{"deniedHosts":["http://*"]}`, 0o644) }, "deniedHosts"},
 		{"a pattern written as a deny", func(t *testing.T, dir, path string) { write(t, path, `{"deniedHosts":["!evil.test"]}`, 0o644) }, "without '!'"},

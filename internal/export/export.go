@@ -47,7 +47,7 @@ type Options struct {
 	// CursorPath(data dir, endpoint).
 	CursorFile string
 	Version    string       // service.version
-	Client     *http.Client // default: 30 s per request
+	Client     *http.Client // default: 30 s per request; its redirects are never followed
 	// Notify hears of retries and partial successes (the CLI prints them
 	// on stderr); Following is called once everything present was sent,
 	// before following new records.
@@ -55,11 +55,19 @@ type Options struct {
 	Following func()
 }
 
+// client is the caller's client (a copy) or the default, in either case
+// one that does not follow redirects: the records go to the endpoint the
+// person gave and that ParseEndpoint accepted, and nowhere else. A
+// collector's 3xx would send the batch, in clear text if it says http, to
+// an address the endpoint rule never saw; it is refused (post).
 func (o *Options) client() *http.Client {
+	c := &http.Client{Timeout: 30 * time.Second}
 	if o.Client != nil {
-		return o.Client
+		cc := *o.Client
+		c = &cc
 	}
-	return &http.Client{Timeout: 30 * time.Second}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
 }
 
 func (o *Options) notify(format string, args ...any) {

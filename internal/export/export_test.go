@@ -470,16 +470,35 @@ func TestParseEndpoint(t *testing.T) {
 	}
 }
 
-func TestPartialSuccess(t *testing.T) {
-	// ExportLogsServiceResponse{partial_success: {rejected_log_records: 2, error_message: "bad"}}
-	b := []byte{0x0a, 0x07, 0x08, 0x02, 0x12, 0x03, 'b', 'a', 'd'}
-	if n, msg := partialSuccess(b); n != 2 || msg != "bad" {
-		t.Fatalf("partialSuccess = %d, %q", n, msg)
-	}
-	if n, _ := partialSuccess(nil); n != 0 {
-		t.Fatal("an empty answer rejected records")
-	}
-	if n, _ := partialSuccess([]byte{0xff}); n != 0 {
-		t.Fatal("a malformed answer rejected records")
+// TestExportAnswer: a 2xx answer is read as ExportLogsServiceResponse,
+// exactly; anything else is not an acknowledgement.
+func TestExportAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		body     string
+		ok       bool
+		rejected int64
+		msg      string
+	}{
+		{"empty: full success", "", true, 0, ""},
+		{"partial success", "\x0a\x07\x08\x02\x12\x03bad", true, 2, "bad"},
+		{"an empty partial success", "\x0a\x00", true, 0, ""},
+		{"a field a later version may add", "\x10\x01\x0a\x02\x08\x01", true, 1, ""},
+		{"not protobuf", "\xff", false, 0, ""},
+		{"cut", "\x0a\x07\x08\x02", false, 0, ""},
+		{"partial_success a varint", "\x08\x02", false, 0, ""},
+		{"rejected as bytes", "\x0a\x03\x0a\x01x", false, 0, ""},
+		{"a message as a varint", "\x0a\x02\x10\x01\x0a\x02\x12\x01", false, 0, ""},
+		{"negative rejected", "\x0a\x0b\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", false, 0, ""},
+		{"a web page", "<html>ok</html>", false, 0, ""},
+		{"JSON", `{"partialSuccess":{}}`, false, 0, ""},
+		{"too long", "\x0a\x00" + strings.Repeat("\x10\x01", maxAnswerBytes/2), false, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rejected, msg, ok := exportAnswer([]byte(c.body))
+			if ok != c.ok || rejected != c.rejected || msg != c.msg {
+				t.Fatalf("exportAnswer = %d, %q, %v; want %d, %q, %v", rejected, msg, ok, c.rejected, c.msg, c.ok)
+			}
+		})
 	}
 }

@@ -58,6 +58,21 @@ func (e *PermanentError) Error() string {
 	return msg + " (not retried; nothing was acknowledged, the next export sends them again)"
 }
 
+// RedirectError is a collector's redirect, refused: the export talks to
+// its endpoint only. Nothing was sent elsewhere and nothing is
+// acknowledged; the cursor stays. Not retried: the endpoint is to be
+// corrected (to where it points, if that is the collector and the
+// endpoint rule takes it).
+type RedirectError struct {
+	Status   int
+	Location string // where it pointed, as it said it, for the person
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("the collector answered HTTP %d, a redirect to %q: not followed, the records go to the endpoint given and nowhere else (not retried; nothing was acknowledged, the next export sends them again; give the collector's own address as --otlp-endpoint)",
+		e.Status, e.Location)
+}
+
 // retryable is a failure after which the same request may succeed: the
 // collector down, overloaded or throttling. after is what it asked for in
 // Retry-After, 0 when it did not say.
@@ -89,15 +104,25 @@ func post(ctx context.Context, c *http.Client, endpoint *url.URL, body []byte) (
 		return 0, "", &retryable{err: fmt.Errorf("collector at %s unreachable: %v", hostPort(endpoint), unwrapURL(err))}
 	}
 	defer resp.Body.Close()
-	answer, rerr := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	answer, rerr := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		if rerr != nil {
 			// Acknowledged or not? Sending again may duplicate, never lose.
 			return 0, "", &retryable{err: fmt.Errorf("reading the collector's answer: %v", rerr)}
 		}
-		rejected, msg = partialSuccess(answer)
+		rejected, msg, ok := exportAnswer(answer)
+		if !ok {
+			// Something answered 2xx, but not as an OTLP receiver does (a
+			// portal's page, a proxy's JSON, a cut answer): not an
+			// acknowledgement. Sent again, it may duplicate, never lose.
+			return 0, "", &retryable{err: fmt.Errorf("collector at %s answered HTTP %d with %d bytes that are not an OTLP answer (ExportLogsServiceResponse)",
+				hostPort(endpoint), resp.StatusCode, len(answer))}
+		}
 		return rejected, msg, nil
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return 0, "", &RedirectError{Status: resp.StatusCode,
+			Location: mediator.Truncate(mediator.EscapeTerminal(resp.Header.Get("Location")), 300)}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		return 0, "", &retryable{err: fmt.Errorf("collector at %s answered HTTP %d", hostPort(endpoint), resp.StatusCode),
 			after: retryAfter(resp.Header.Get("Retry-After"))}
@@ -123,49 +148,68 @@ func retryAfter(v string) time.Duration {
 	return time.Duration(min(s, 3600)) * time.Second
 }
 
-// partialSuccess reads ExportLogsServiceResponse.partial_success
-// (field 1: rejected_log_records = 1, error_message = 2). The response
-// type lives in the OTLP collector package, which links gRPC; these two
-// fields are read with protobuf's own wire reader instead. An answer that
-// does not parse is a plain success: the status code already said so.
-func partialSuccess(b []byte) (rejected int64, msg string) {
-	ps := field(b, 1, protowire.BytesType)
-	if ps == nil {
-		return 0, ""
+// exportAnswer reads a 2xx answer's body as ExportLogsServiceResponse
+// (partial_success = 1 {rejected_log_records = 1, error_message = 2}),
+// exactly: ok only when the whole body is well-formed protobuf with those
+// fields of those types (other fields are skipped, as protobuf readers
+// do; an empty body is full success). The response type lives in the
+// OTLP collector package, which links gRPC; these fields are read with
+// protobuf's own wire reader instead.
+func exportAnswer(b []byte) (rejected int64, msg string, ok bool) {
+	if len(b) > maxAnswerBytes {
+		return 0, "", false
 	}
-	if v := field(ps, 1, protowire.VarintType); v != nil {
-		n, _ := protowire.ConsumeVarint(v)
-		rejected = int64(n)
+	ok = eachField(b, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+		if num != 1 {
+			return true
+		}
+		if typ != protowire.BytesType {
+			return false
+		}
+		rejected, msg = 0, ""
+		return eachField(v, func(num protowire.Number, typ protowire.Type, v []byte) bool {
+			switch {
+			case num == 1 && typ == protowire.VarintType:
+				n, _ := protowire.ConsumeVarint(v)
+				rejected = int64(n)
+			case num == 2 && typ == protowire.BytesType:
+				msg = string(v)
+			case num == 1 || num == 2:
+				return false // a known field of the wrong type
+			}
+			return true
+		})
+	})
+	if !ok || rejected < 0 {
+		return 0, "", false
 	}
-	msg = string(field(ps, 2, protowire.BytesType))
-	return rejected, msg
+	return rejected, msg, true
 }
 
-// field returns the last occurrence of field num of type typ in b: for
-// bytes its length-prefixed value, for a varint its encoding; nil when
-// absent or malformed.
-func field(b []byte, num protowire.Number, typ protowire.Type) []byte {
-	var out []byte
+// eachField calls f with each field of b in order (for a bytes field its
+// contents, for a varint its encoding) while f returns true; false when b
+// is not well-formed protobuf or f said no.
+func eachField(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte) bool) bool {
 	for len(b) > 0 {
 		n, t, l := protowire.ConsumeTag(b)
 		if l < 0 {
-			return nil
+			return false
 		}
 		b = b[l:]
 		vl := protowire.ConsumeFieldValue(n, t, b)
 		if vl < 0 {
-			return nil
+			return false
 		}
-		if n == num && t == typ {
-			out = b[:vl]
-			if typ == protowire.BytesType {
-				v, _ := protowire.ConsumeBytes(out)
-				out = v
-			}
+		v := b[:vl]
+		if t == protowire.BytesType {
+			v, _ = protowire.ConsumeBytes(v)
+		}
+		if !f(n, t, v) {
+			return false
 		}
 		b = b[vl:]
 	}
-	return out
+	return true
 }
 
 // sendWithRetry posts body until the collector acknowledges it, a

@@ -155,7 +155,7 @@ current="JavaScript unit tests (node --test)"; phase "$current"
 node --test --test-reporter=spec extension/test/*.test.mjs
 
 current="host mode links no exporter"; phase "$current"
-# nmhost export (internal/export) speaks OTLP; the browser starts host mode
+# nmhost export (internal/app/export) speaks OTLP; the browser starts host mode
 # for every message, and its cold start must not pay for the exporter.
 if go list -deps ./internal/host | grep -q opentelemetry; then
   echo "test.sh: host mode (internal/host) pulls in the OTLP exporter:" >&2

@@ -105,3 +105,20 @@ func CheckpointTime(signed []byte) (time.Time, bool) { return store.CheckpointTi
 
 // NewSessionID is a fresh session id.
 func NewSessionID() string { return store.NewSessionID() }
+
+// ExportRecords is what nmhost export reads: the trail's records and the
+// denial log after a cursor, a fresh checkpoint, and the data dir for the
+// cursor file.
+type ExportRecords interface {
+	Dir() string
+	AuditVerifierKey() (string, error)
+	AuditCheckpoint(ctx context.Context) (signed []byte, size int64, root tlog.Hash, err error)
+	ListAuditBodies(ctx context.Context, afterSeq, throughSeq int64, limit int) ([]AuditExportRecord, error)
+	ListDenialsAfter(ctx context.Context, afterID int64, limit int) ([]mediator.Denial, error)
+}
+
+// Export is the view nmhost export reads through (internal/app/export).
+func (a *App) Export() ExportRecords { return a.st }
+
+// AuditExportRecord is one record as the export sends it.
+type AuditExportRecord = store.AuditExportRecord

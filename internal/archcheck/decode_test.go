@@ -187,14 +187,10 @@ func TestRulesLiveInTheCore(t *testing.T) {
 			t.Fatalf("the rule does not catch %q", planted)
 		}
 	}
-	// nmhost export reads the store through export.Run until the
-	// exporter takes the core's views (RATIONALE, "Why is there one
-	// application core").
-	allowed := map[string]bool{"../../internal/cli/export.go": true}
 	var where []string
 	eachRepoSource(t, nil, func(p string, src []byte) {
 		front := strings.HasPrefix(p, "../../internal/host/") || strings.HasPrefix(p, "../../internal/viewer/") || strings.HasPrefix(p, "../../internal/cli/")
-		if !front || allowed[p] {
+		if !front {
 			return
 		}
 		for i, line := range strings.Split(string(src), "\n") {
@@ -219,4 +215,21 @@ func publishedName(n string) bool {
 	files := []string{"../../internal/store/sessions.go", "../../internal/viewer/api.go", "../../internal/viewer/ws.go"}
 	names := []string{`"permission_level"`, `"root_dir"`, `"session_id"`}
 	return slices.Contains(files, file) && slices.Contains(names, name)
+}
+
+// TestOnlyTheCoreImportsTheStore: outside tests, only the application
+// core (internal/app and its parts) imports internal/store; the store's
+// own test helpers (internal/storetest) aside.
+func TestOnlyTheCoreImportsTheStore(t *testing.T) {
+	const imp = `"github.com/agentgate/nmhost/internal/store"`
+	var where []string
+	eachRepoSource(t, nil, func(p string, src []byte) {
+		core := strings.HasPrefix(p, "../../internal/app/") || strings.HasPrefix(p, "../../internal/store/") || strings.HasPrefix(p, "../../internal/storetest/")
+		if !core && strings.Contains(string(src), imp) {
+			where = append(where, p)
+		}
+	})
+	if len(where) > 0 {
+		t.Fatalf("only the application core imports the store; these do too: %v", where)
+	}
 }

@@ -68,7 +68,7 @@ func Check(g Graph) []Violation {
 				out = append(out, Violation{"the core imports no storage", pkg, dep})
 			case pkg == "internal/store" && ours && slices.Contains(engines(), rel):
 				out = append(out, Violation{"storage imports no engine", pkg, rel})
-			case pkg == "internal/host" && (strings.Contains(dep, "opentelemetry") || rel == "internal/export"):
+			case pkg == "internal/host" && (strings.Contains(dep, "opentelemetry") || rel == "internal/app/export"):
 				out = append(out, Violation{"host mode links no exporter", pkg, dep})
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentgate/nmhost/internal/export"
+	"github.com/agentgate/nmhost/internal/app/export"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -45,7 +45,7 @@ func runExport(ctx context.Context, env Env) error {
 	o := export.Options{Endpoint: u, Follow: follow, RetryFor: retryFor, Version: Version,
 		Notify:    func(msg string) { fmt.Fprintf(env.Stderr, "nmhost export: %s\n", mediator.EscapeTerminal(msg)) },
 		Following: func() { following(env) }}
-	res, err := export.Run(ctx, core.Store(), o)
+	res, err := export.Run(ctx, core.Export(), o)
 	fmt.Fprintf(env.Stdout, "exported %d audit records, %d denials, %d checkpoints in %d requests to %s; acknowledged through record %d, denial %d\n",
 		res.Records, res.Denials, res.Checkpoints, res.Batches, u, res.Cursor.AuditSeq, res.Cursor.DenialID)
 	return err

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/agentgate/nmhost/auditlog"
-	"github.com/agentgate/nmhost/internal/export"
+	"github.com/agentgate/nmhost/internal/app/export"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )

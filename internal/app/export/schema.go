@@ -8,7 +8,7 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -64,6 +64,9 @@ const (
 )
 
 // ScopeName names the instrumentation scope every record is shipped under.
+// It is a contract with the collectors that filter on it (docs/fleet.md),
+// so it keeps the package's first path although the package moved under
+// the core.
 const ScopeName = "github.com/agentgate/nmhost/internal/export"
 
 func str(k, v string) *commonpb.KeyValue {
@@ -121,7 +124,7 @@ func (a *attrs) operation(op mediator.Operation) {
 // auditLog is one audit record as an OTLP log record. Its body is the
 // exact text that was hashed into the chain and the tree, so a receiver
 // holding the bodies and a checkpoint can recompute the tree head.
-func auditLog(r store.AuditExportRecord, observed uint64) *logspb.LogRecord {
+func auditLog(r app.AuditExportRecord, observed uint64) *logspb.LogRecord {
 	a := attrs{str(AttrKind, r.Kind), num(AttrSeq, r.Seq)}
 	a.s(AttrHash, r.Hash)
 	a.operation(r.Operation)

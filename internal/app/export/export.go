@@ -13,7 +13,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/agentgate/nmhost/internal/store"
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -85,7 +85,7 @@ type Result struct {
 
 // exporter is one run's state.
 type exporter struct {
-	st  *store.Store
+	st  app.ExportRecords
 	o   Options
 	res *resourcepb.Resource
 	cur Cursor
@@ -97,15 +97,15 @@ type exporter struct {
 // collector acknowledged. With o.Follow it keeps going until ctx ends,
 // which is a clean stop (nil error); without, it returns when everything
 // present was acknowledged.
-func Run(ctx context.Context, st *store.Store, o Options) (Result, error) {
+func Run(ctx context.Context, st app.ExportRecords, o Options) (Result, error) {
 	if o.Endpoint == nil {
 		return Result{}, errors.New("export: no endpoint")
 	}
 	if o.CursorFile == "" {
 		o.CursorFile = CursorPath(st.Dir(), o.Endpoint.String())
 	}
-	if o.BatchRecords <= 0 || o.BatchRecords > store.MaxDenialPage {
-		o.BatchRecords = min(DefaultBatchRecords, store.MaxDenialPage)
+	if o.BatchRecords <= 0 || o.BatchRecords > app.MaxDenialPage {
+		o.BatchRecords = min(DefaultBatchRecords, app.MaxDenialPage)
 	}
 	if o.BatchBytes <= 0 {
 		o.BatchBytes = DefaultBatchBytes

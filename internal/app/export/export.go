@@ -11,9 +11,10 @@ import (
 
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"golang.org/x/mod/sumdb/tlog"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/agentgate/nmhost/internal/app"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -85,11 +86,23 @@ type Result struct {
 
 // exporter is one run's state.
 type exporter struct {
-	st  app.ExportRecords
+	st  Records
 	o   Options
 	res *resourcepb.Resource
 	cur Cursor
 	out Result
+}
+
+// Records is what an export reads: the trail's records and the denial
+// log after a cursor, a fresh checkpoint, and the data dir for the cursor
+// file. The core hands it out (app.App.Export); declared here, so that
+// the exporter does not link the rest of the core.
+type Records interface {
+	Dir() string
+	AuditVerifierKey() (string, error)
+	AuditCheckpoint(ctx context.Context) (signed []byte, size int64, root tlog.Hash, err error)
+	ListAuditBodies(ctx context.Context, afterSeq, throughSeq int64, limit int) ([]store.AuditExportRecord, error)
+	ListDenialsAfter(ctx context.Context, afterID int64, limit int) ([]mediator.Denial, error)
 }
 
 // Run ships every audit record, denial and signed checkpoint the cursor
@@ -97,15 +110,15 @@ type exporter struct {
 // collector acknowledged. With o.Follow it keeps going until ctx ends,
 // which is a clean stop (nil error); without, it returns when everything
 // present was acknowledged.
-func Run(ctx context.Context, st app.ExportRecords, o Options) (Result, error) {
+func Run(ctx context.Context, st Records, o Options) (Result, error) {
 	if o.Endpoint == nil {
 		return Result{}, errors.New("export: no endpoint")
 	}
 	if o.CursorFile == "" {
 		o.CursorFile = CursorPath(st.Dir(), o.Endpoint.String())
 	}
-	if o.BatchRecords <= 0 || o.BatchRecords > app.MaxDenialPage {
-		o.BatchRecords = min(DefaultBatchRecords, app.MaxDenialPage)
+	if o.BatchRecords <= 0 || o.BatchRecords > store.MaxDenialPage {
+		o.BatchRecords = min(DefaultBatchRecords, store.MaxDenialPage)
 	}
 	if o.BatchBytes <= 0 {
 		o.BatchBytes = DefaultBatchBytes

@@ -8,7 +8,7 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 
-	"github.com/agentgate/nmhost/internal/app"
+	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -124,7 +124,7 @@ func (a *attrs) operation(op mediator.Operation) {
 // auditLog is one audit record as an OTLP log record. Its body is the
 // exact text that was hashed into the chain and the tree, so a receiver
 // holding the bodies and a checkpoint can recompute the tree head.
-func auditLog(r app.AuditExportRecord, observed uint64) *logspb.LogRecord {
+func auditLog(r store.AuditExportRecord, observed uint64) *logspb.LogRecord {
 	a := attrs{str(AttrKind, r.Kind), num(AttrSeq, r.Seq)}
 	a.s(AttrHash, r.Hash)
 	a.operation(r.Operation)

@@ -186,6 +186,13 @@ func (ru *run) workspaceRefused(op, name string, err error) {
 			reason = fmt.Sprintf("%s: the agent has not been granted %s", mediator.Truncate(name, 80), mediator.PermWorkspaceWrite)
 		}
 	}
+	// Each recorded refusal counts as a call of the run: a guest that
+	// refuses itself in a loop writes at most MaxCallsPerRun denials, then
+	// ends with call_limit, as a loop of restricted API calls does.
+	if ru.calls++; ru.calls > ru.rt.cfg.MaxCallsPerRun {
+		ru.cancel(errCallLimit)
+		return
+	}
 	ru.deny(context.WithoutCancel(ru.ctx), mediator.Denial{AgentID: ru.spec.Agent.Profile.AgentID, Permission: string(perm), Code: code,
 		Context: mediator.DenialContext{Reason: reason, Layer: "workspace",
 			Details: map[string]string{"operation": op, "path": mediator.Truncate(name, 256), "decidedBy": by}}})

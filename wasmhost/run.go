@@ -112,6 +112,9 @@ type run struct {
 	denials []mediator.Denial
 	set     runSet // chosen once the imports are read; its zero value links nothing but input and result
 	compile string // Result.Compile
+	// wasiCall is the WASI call in progress that names files, as its
+	// resolution would refuse it (wasipath.go).
+	wasiCall *wasiPathCall
 }
 
 type runKey struct{}

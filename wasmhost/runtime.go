@@ -172,7 +172,9 @@ func (r *Runtime) engineOf(ctx context.Context, key engineKey) (*engine, error) 
 	}
 	rc := runtimeConfig(key).WithCompilationCache(r.cache)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	// The WASI functions that take a name are listened to: the refusals
+	// their own resolution makes are recorded (wasipath.go).
+	if _, err := wasi_snapshot_preview1.Instantiate(experimental.WithFunctionListenerFactory(ctx, wasiPathListeners{}), rt); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wasmhost: wasi: %w", err)
 	}

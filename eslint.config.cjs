@@ -6,8 +6,9 @@
 const js = require('@eslint/js');
 const globals = require('globals');
 
-// Files a page or Chrome loads as classic scripts, not modules.
-const scripts = ['extension/content.js', 'extension/prompt.js', 'extension/sandbox.js'];
+// Files a page or Chrome loads as classic scripts, not modules (prompt.html
+// loads prompt.js as a module: it imports shown.js).
+const scripts = ['extension/content.js', 'extension/sandbox.js'];
 
 module.exports = [
   { ignores: ['extension/pyodide/**'] },

@@ -208,18 +208,40 @@ for (const answer of answers) {
   });
 }
 
-// How many more prompts of this agent wait behind this one.
-function showWaiting(n) {
+// How many more prompts wait behind this one, and whose: the queue is
+// one for the whole browser, so the person knows that answering here
+// brings the next window, and for which agent or workflow. The names are
+// agent text, escaped and isolated like every other.
+function showWaiting(m) {
+  const n = Math.max(0, Math.floor(Number(m?.waiting) || 0));
   const q = $('queue');
   q.dataset.waiting = String(n);
   q.hidden = !(n > 0);
-  q.textContent = n > 0 ? `${n} more ${n === 1 ? 'request' : 'requests'} from this agent ${n === 1 ? 'waits' : 'wait'} after this one.` : '';
+  if (!(n > 0)) {
+    q.replaceChildren();
+    return;
+  }
+  const parts = [document.createTextNode(`${n} more ${n === 1 ? 'request waits' : 'requests wait'} after this one: `)];
+  const who = Array.isArray(m.who) ? m.who : [];
+  who.forEach((w, i) => {
+    if (i > 0) parts.push(document.createTextNode(', '));
+    const c = Math.max(1, Math.floor(Number(w?.count) || 1));
+    parts.push(document.createTextNode(`${c} from ${w?.kind === 'workflow' ? 'workflow' : 'agent'} `));
+    const name = document.createElement('span');
+    name.className = 'mono';
+    agentText(name, String(w?.name ?? '?'));
+    parts.push(name);
+  });
+  const others = Math.floor(Number(m.others) || 0);
+  if (others > 0) parts.push(document.createTextNode(`${who.length ? ', and ' : ''}${others} from others`));
+  parts.push(document.createTextNode('.'));
+  q.replaceChildren(...parts);
 }
 chrome.runtime.onMessage.addListener((msg) => {
-  if (msg?.type === 'prompt-queue' && msg.promptId === promptId) showWaiting(Number(msg.waiting) || 0);
+  if (msg?.type === 'prompt-queue' && msg.promptId === promptId) showWaiting(msg);
   if (msg?.type === 'prompt-withdrawn' && msg.promptId === promptId) withdrawnNow(String(msg.reason || 'withdrawn'));
 });
 chrome.runtime.sendMessage({ type: 'prompt-status', promptId }).then((r) => {
-  if (r?.success) showWaiting(Number(r.waiting) || 0);
+  if (r?.success) showWaiting(r);
   else if (r?.code === 'prompt_cancelled') withdrawnNow(String(r.error || 'withdrawn'));
 }, () => {});

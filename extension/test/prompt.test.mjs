@@ -10,7 +10,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import vm from 'node:vm';
 
-const source = readFileSync(new URL('../prompt.js', import.meta.url), 'utf8');
+// prompt.js is a module: its one import (shown.js's digest) is given to
+// the context instead, as a stand-in that names the prompt it digests.
+const source = readFileSync(new URL('../prompt.js', import.meta.url), 'utf8')
+  .replace(/^import \{ shownDigest \} from '\.\/shown\.js';$/m, '');
 const html = readFileSync(new URL('../prompt.html', import.meta.url), 'utf8');
 
 class Element {
@@ -36,7 +39,7 @@ class Element {
 
 // open shows the prompt for details, as the service worker opens it, and
 // returns the page, what it sent, and its timers to run by hand.
-function open(details, { waiting = 0 } = {}) {
+function open(details, { waiting = 0, who = [], others = 0 } = {}) {
   const byId = new Map();
   for (const m of html.matchAll(/<(\w+)([^>]*)\sid="([^"]+)"([^>]*)>/g)) byId.set(m[3], new Element(m[1], m[2] + m[4]));
   const sent = [];
@@ -48,18 +51,20 @@ function open(details, { waiting = 0 } = {}) {
     visibilityState: 'visible',
     getElementById: (id) => byId.get(id) || null,
     createElement: (tag) => new Element(tag),
+    createTextNode: (text) => Object.assign(new Element('#text'), { textContent: text }),
     addEventListener: (type, fn) => { (docListeners[type] ||= []).push(fn); },
   };
   const window = { closed: false, addEventListener: (type, fn) => { (winListeners[type] ||= []).push(fn); }, close() { this.closed = true; } };
   const chrome = {
     runtime: {
       // Copied: objects made in the page's context have its own prototypes.
-      sendMessage: async (m) => { sent.push(JSON.parse(JSON.stringify(m))); return m.type === 'prompt-status' ? { success: true, waiting } : undefined; },
+      sendMessage: async (m) => { sent.push(JSON.parse(JSON.stringify(m))); return m.type === 'prompt-status' ? { success: true, waiting, who, others } : undefined; },
       onMessage: { addListener: () => {} },
     },
   };
   const context = {
     document, window, chrome, URLSearchParams,
+    shownDigest: async (d) => `digest of ${JSON.stringify(d)}`,
     location: { search: '?id=p1', hash: `#${encodeURIComponent(JSON.stringify(details))}` },
     setTimeout: (fn) => { timers.push(fn); return timers.length; },
     clearTimeout: () => {},
@@ -168,7 +173,7 @@ test('only the offered answers show, and only known ones', async (t) => {
   }
 });
 
-test('no answer is given while the window is inert', () => {
+test('no answer is given while the window is inert', async () => {
   const p = open(fetchDetails);
   assert.ok(BUTTONS.every((b) => p.$(b).disabled), 'every button starts disabled');
   p.$('always-allow').click();
@@ -186,9 +191,12 @@ test('no answer is given while the window is inert', () => {
   assert.deepEqual(p.sent.filter((m) => m.type === 'prompt-answer'), []);
   p.settle();
   p.$('deny').click();
-  assert.deepEqual(p.sent.filter((m) => m.type === 'prompt-answer'), [{ type: 'prompt-answer', promptId: 'p1', answer: 'deny' }]);
+  await new Promise((resolve) => setImmediate(resolve));
+  const answers = p.sent.filter((m) => m.type === 'prompt-answer').map(({ type, promptId, answer, shown }) => ({ type, promptId, answer, shown }));
+  assert.deepEqual(answers, [{ type: 'prompt-answer', promptId: 'p1', answer: 'deny', shown: `digest of ${JSON.stringify(fetchDetails)}` }]);
   // A second click of the answered window sends nothing more.
   p.$('allow-once').click();
+  await new Promise((resolve) => setImmediate(resolve));
   assert.equal(p.sent.filter((m) => m.type === 'prompt-answer').length, 1);
 });
 
@@ -213,10 +221,17 @@ test('a workflow plan lists its tasks and offers "always" for that plan', () => 
   ]);
 });
 
-test('the window says how many more prompts of the agent wait', async () => {
-  const p = open(fetchDetails, { waiting: 2 });
+test('the window says how many more prompts wait, and whose', async () => {
+  const p = open(fetchDetails, { waiting: 3, who: [{ kind: 'agent', name: 'fetcher' }, { kind: 'workflow', name: 'w\u202ef', count: 2 }] });
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(p.$('queue').hidden, false);
-  assert.equal(p.$('queue').textContent, '2 more requests from this agent wait after this one.');
+  assert.equal(p.$('queue').dataset.waiting, '3');
+  assert.equal(p.$('queue').text, '3 more requests wait after this one: 1 from agent fetcher, 2 from workflow w\\u202ef.');
   assert.deepEqual(p.sent[0], { type: 'prompt-status', promptId: 'p1' });
+});
+
+test('the window counts the askers it does not name', async () => {
+  const p = open(fetchDetails, { waiting: 1, who: [], others: 1 });
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(p.$('queue').text, '1 more request waits after this one: 1 from others.');
 });

@@ -101,6 +101,36 @@ function rememberAs(d) {
   return r || `every ${d.operation || '?'} by this agent`;
 }
 
+// taskBlock is one task of a layer or plan: a line naming its layer and
+// task, then its agent, operation, class, exact target and set, one per
+// row. A block per task rather than a column per field: a plan's wide
+// table put the target column past the window's right edge, and a
+// person approved tasks whose targets they never saw.
+function taskBlock(t) {
+  const li = document.createElement('li');
+  li.className = 'task';
+  const head = document.createElement('div');
+  head.className = 'task-head';
+  const task = document.createElement('span');
+  task.className = 'mono';
+  agentText(task, t.task || '');
+  head.append(document.createTextNode(`layer ${String(t.layer || details.layer || '?')}, task `), task);
+  const table = document.createElement('table');
+  for (const [name, v] of [['agent', t.agentId], ['operation', t.operation], ['class', t.class], ['target', describe(t.target)], ['set', t.permissionSet || '(none named)']]) {
+    const tr = document.createElement('tr');
+    const th = document.createElement('th');
+    th.textContent = name;
+    const td = document.createElement('td');
+    td.className = name === 'class' ? '' : 'mono';
+    td.dataset.field = name;
+    agentText(td, v || '');
+    tr.append(th, td);
+    table.append(tr);
+  }
+  li.append(head, table);
+  return li;
+}
+
 // The buttons are the answers the host offered (details.offers, already
 // narrowed by the service worker to what this kind of prompt can carry);
 // the others stay hidden and inert.
@@ -126,14 +156,7 @@ if (Array.isArray(details.tasks)) {
   } else {
     $('layer-no').textContent = String(details.layer || '?');
   }
-  $('tasks').tBodies[0].replaceChildren(...details.tasks.map((t) => {
-    const tr = document.createElement('tr');
-    tr.insertCell().textContent = String(t.layer || details.layer || '?');
-    for (const v of [t.task, t.agentId, t.operation, t.class, describe(t.target), t.permissionSet || '(none named)']) {
-      agentText(tr.insertCell(), v || '');
-    }
-    return tr;
-  }));
+  $('tasks').replaceChildren(...details.tasks.map(taskBlock));
   if (details.plan) $('always-allow').textContent = 'Always allow this plan';
 } else {
   agentText($('agent'), details.agentId || '?');

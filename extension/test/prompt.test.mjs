@@ -26,11 +26,9 @@ class Element {
     this.dataset = {};
     this.children = [];
     this.listeners = {};
-    this.tBodies = tag === 'table' ? [new Element('tbody')] : undefined;
   }
   replaceChildren(...c) { this.children = c; }
   append(...c) { this.children.push(...c); }
-  insertCell() { const td = new Element('td'); this.children.push(td); return td; }
   addEventListener(type, fn) { (this.listeners[type] ||= []).push(fn); }
   click() { for (const fn of this.listeners.click || []) fn(); }
   // text is what a person sees in it: its own text and its children's.
@@ -214,10 +212,11 @@ test('a workflow plan lists its tasks and offers "always" for that plan', () => 
   assert.equal(p.$('workflow').text, 'wf\\u202e1');
   assert.equal(p.$('plan-hash').text, 'abcdef0123456789');
   assert.equal(p.$('always-allow').textContent, 'Always allow this plan');
-  const rows = p.$('tasks').tBodies[0].children.map((tr) => tr.children.map((td) => td.text));
-  assert.deepEqual(rows, [
-    ['1', 't1', 'fetcher', 'network.fetch', 'confirm', 'POST https://x.example/', '(none named)'],
-    ['2', 't2', 'writer', 'page.write', 'confirm', 'selector #a; 3 bytes of text', 'page'],
+  // One block per task: its head, then a row per field.
+  const blocks = p.$('tasks').children.map((li) => [li.children[0].text, ...li.children[1].children.map((tr) => tr.children.map((c) => c.text).join(': '))]);
+  assert.deepEqual(blocks, [
+    ['layer 1, task t1', 'agent: fetcher', 'operation: network.fetch', 'class: confirm', 'target: POST https://x.example/', 'set: (none named)'],
+    ['layer 2, task t2', 'agent: writer', 'operation: page.write', 'class: confirm', 'target: selector #a; 3 bytes of text', 'set: page'],
   ]);
 });
 

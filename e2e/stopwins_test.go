@@ -94,3 +94,32 @@ func waitForOutcome(t testing.TB, ext context.Context, agent, operation string) 
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestAnswerThenClosedPopupRecordSaysWhatHappened: "Allow once" is given
+// and the popup that started the module's run closes in the same moment
+// (its run is cancelled). Whether the write lands or not, the record of
+// the call says the same: executed with no error when the page was
+// written, and an error when it was not.
+func TestAnswerThenClosedPopupRecordSaysWhatHappened(t *testing.T) {
+	ext := page(t, extURL("options.html"))
+	prof := pageReaderProfile("e2e-answer-close", "full")
+	prof["capabilities"].(map[string]any)["executionTimeout"] = 120000
+	installAgent(t, ext, prof, modules["page-reader"])
+	tab, tabID := openTestPage(t, ext)
+	popup := page(t, extURL(fmt.Sprintf("popup.html?tab=%d", tabID)))
+	waitFor(t, popup, `document.querySelector('#agent option[value="e2e-answer-close"]')`)
+	eval[bool](t, popup, `(document.getElementById('agent').value = 'e2e-answer-close', document.getElementById('input').value = 'shout', true)`)
+	popupTab := eval[int](t, popup, `chrome.tabs.getCurrent().then((tab) => tab.id)`)
+	click(t, popup, "run")
+	tg := nextPrompt(t)
+	copyTab := promptCopy(t, tg)
+	waitFor(t, copyTab, `!document.getElementById('allow-once').disabled`)
+	eval[bool](t, copyTab, fmt.Sprintf(`(document.getElementById('allow-once').click(), chrome.tabs.remove(%d), true)`, popupTab))
+	outcome := waitForOutcome(t, ext, "e2e-answer-close", "page.write.setElementText")
+	h1 := eval[string](t, tab, `document.querySelector('h1').textContent`)
+	t.Logf("h1 %q; record %+v", h1, outcome)
+	written := h1 != "quiet heading"
+	if written != (outcome.Code == "" && outcome.Error == "") {
+		t.Fatalf("the page's heading is %q, and the call's record says %+v: they disagree", h1, outcome)
+	}
+}

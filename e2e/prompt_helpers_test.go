@@ -134,8 +134,9 @@ func promptState(answer string, attach func() (context.Context, context.CancelFu
 }
 
 // promptShown is true once the prompt page has filled in its question:
-// one operation's agent, or a workflow layer's tasks.
-const promptShown = "(document.getElementById('agent')?.textContent || document.querySelector('#tasks tbody tr'))"
+// one operation's agent, or a workflow's name (its tasks are filled in
+// by the same script run).
+const promptShown = "(document.getElementById('agent')?.textContent || document.getElementById('workflow')?.textContent)"
 
 // screenshotPrompt saves what the prompt window showed. Headless Chromium
 // does not composite a chrome.windows.create popup, so capturing the window

@@ -9,6 +9,49 @@ import { ensureOffscreen } from './offdoc.js';
 
 const fail = (code, error) => ({ success: false, code, error });
 
+// Stop wins. A Python run's context carries a token of its own (run),
+// given here when the run starts (runToken). Stop marks the run stopped
+// in this service worker the moment the person presses it (stopRun), and
+// a browser-call of a stopped run is refused, not performed, however the
+// host decided it: an "Allow once" given in the same moment as Stop
+// reaches the host first (Stop travels through the offscreen document),
+// and would otherwise write the page after Stop. The check sits right
+// before each effect, with no await between it and the effect, so the
+// decision "perform or cancel" is taken once, here; the host records
+// what this answers (performed, or prompt_cancelled).
+const runTokens = new Map(); // the page's run ref -> the run's token
+const stoppedRuns = new Set(); // tokens of runs stopped
+const MAX_RUNS_KEPT = 512;
+
+function keep(map, key, value) {
+  map.set(key, value);
+  if (map.size > MAX_RUNS_KEPT) map.delete(map.keys().next().value);
+}
+
+// runToken gives the run the page knows as ref its token, the one its
+// context carries.
+export function runToken(ref) {
+  const token = crypto.randomUUID();
+  if (ref) keep(runTokens, String(ref), token);
+  return token;
+}
+
+// stopRun marks the run ref stopped: from now on none of its calls is
+// performed.
+export function stopRun(ref) {
+  const token = runTokens.get(String(ref));
+  if (!token) return;
+  stoppedRuns.add(token);
+  if (stoppedRuns.size > MAX_RUNS_KEPT) stoppedRuns.delete(stoppedRuns.values().next().value);
+}
+
+// stopped is the refusal of a call of a stopped run, or null.
+function stopped(m) {
+  const token = m.context?.run;
+  if (typeof token !== 'string' || !stoppedRuns.has(token)) return null;
+  return fail('prompt_cancelled', `the run was stopped before ${String(m.call)} was performed: nothing was done`);
+}
+
 // bindTab binds a run to the document the tab holds now. It injects the
 // page mediator into the tab's top frame (allowed by activeTab: the user
 // clicked the action on this tab) and keeps what the injection reports:
@@ -95,6 +138,8 @@ async function pageCall(m) {
   const domAccess = info.success ? info.data?.profile?.capabilities?.domAccess || 'none' : 'none';
   let res;
   let fromPage = true;
+  const refused = stopped(m);
+  if (refused) return refused;
   try {
     // The document, not the tab: a tab that navigated holds another
     // document, and this message must never reach it. frameId 0 with the
@@ -118,6 +163,7 @@ async function pageCall(m) {
 
 export async function browserCall(m) {
   const call = String(m.call || '');
+  if (stopped(m)) return stopped(m);
   if (call.startsWith('page.')) return pageCall(m);
   // Clipboard and notifications are optional Chrome permissions
   // (chromeperms.js): without the one a call needs, it is refused here,
@@ -127,9 +173,13 @@ export async function browserCall(m) {
   }
   if (call === 'clipboard.read' || call === 'clipboard.write') {
     await ensureOffscreen();
+    const refused = stopped(m);
+    if (refused) return refused;
     return chrome.runtime.sendMessage({ target: 'offscreen', call, text: m.params?.text ?? '' });
   }
   if (call === 'notifications.showNotification') {
+    const refused = stopped(m);
+    if (refused) return refused;
     const id = await chrome.notifications.create({
       type: 'basic', iconUrl: 'icon.png',
       title: String(m.params?.title || 'Agent').slice(0, 200),

@@ -101,6 +101,36 @@ function rememberAs(d) {
   return r || `every ${d.operation || '?'} by this agent`;
 }
 
+// taskBlock is one task of a layer or plan: a line naming its layer and
+// task, then its agent, operation, class, exact target and set, one per
+// row. A block per task rather than a column per field: a plan's wide
+// table put the target column past the window's right edge, and a
+// person approved tasks whose targets they never saw.
+function taskBlock(t) {
+  const li = document.createElement('li');
+  li.className = 'task';
+  const head = document.createElement('div');
+  head.className = 'task-head';
+  const task = document.createElement('span');
+  task.className = 'mono';
+  agentText(task, t.task || '');
+  head.append(document.createTextNode(`layer ${String(t.layer || details.layer || '?')}, task `), task);
+  const table = document.createElement('table');
+  for (const [name, v] of [['agent', t.agentId], ['operation', t.operation], ['class', t.class], ['target', describe(t.target)], ['set', t.permissionSet || '(none named)']]) {
+    const tr = document.createElement('tr');
+    const th = document.createElement('th');
+    th.textContent = name;
+    const td = document.createElement('td');
+    td.className = name === 'class' ? '' : 'mono';
+    td.dataset.field = name;
+    agentText(td, v || '');
+    tr.append(th, td);
+    table.append(tr);
+  }
+  li.append(head, table);
+  return li;
+}
+
 // The buttons are the answers the host offered (details.offers, already
 // narrowed by the service worker to what this kind of prompt can carry);
 // the others stay hidden and inert.
@@ -126,14 +156,7 @@ if (Array.isArray(details.tasks)) {
   } else {
     $('layer-no').textContent = String(details.layer || '?');
   }
-  $('tasks').tBodies[0].replaceChildren(...details.tasks.map((t) => {
-    const tr = document.createElement('tr');
-    tr.insertCell().textContent = String(t.layer || details.layer || '?');
-    for (const v of [t.task, t.agentId, t.operation, t.class, describe(t.target), t.permissionSet || '(none named)']) {
-      agentText(tr.insertCell(), v || '');
-    }
-    return tr;
-  }));
+  $('tasks').replaceChildren(...details.tasks.map(taskBlock));
   if (details.plan) $('always-allow').textContent = 'Always allow this plan';
 } else {
   agentText($('agent'), details.agentId || '?');
@@ -208,18 +231,40 @@ for (const answer of answers) {
   });
 }
 
-// How many more prompts of this agent wait behind this one.
-function showWaiting(n) {
+// How many more prompts wait behind this one, and whose: the queue is
+// one for the whole browser, so the person knows that answering here
+// brings the next window, and for which agent or workflow. The names are
+// agent text, escaped and isolated like every other.
+function showWaiting(m) {
+  const n = Math.max(0, Math.floor(Number(m?.waiting) || 0));
   const q = $('queue');
   q.dataset.waiting = String(n);
   q.hidden = !(n > 0);
-  q.textContent = n > 0 ? `${n} more ${n === 1 ? 'request' : 'requests'} from this agent ${n === 1 ? 'waits' : 'wait'} after this one.` : '';
+  if (!(n > 0)) {
+    q.replaceChildren();
+    return;
+  }
+  const parts = [document.createTextNode(`${n} more ${n === 1 ? 'request waits' : 'requests wait'} after this one: `)];
+  const who = Array.isArray(m.who) ? m.who : [];
+  who.forEach((w, i) => {
+    if (i > 0) parts.push(document.createTextNode(', '));
+    const c = Math.max(1, Math.floor(Number(w?.count) || 1));
+    parts.push(document.createTextNode(`${c} from ${w?.kind === 'workflow' ? 'workflow' : 'agent'} `));
+    const name = document.createElement('span');
+    name.className = 'mono';
+    agentText(name, String(w?.name ?? '?'));
+    parts.push(name);
+  });
+  const others = Math.floor(Number(m.others) || 0);
+  if (others > 0) parts.push(document.createTextNode(`${who.length ? ', and ' : ''}${others} from others`));
+  parts.push(document.createTextNode('.'));
+  q.replaceChildren(...parts);
 }
 chrome.runtime.onMessage.addListener((msg) => {
-  if (msg?.type === 'prompt-queue' && msg.promptId === promptId) showWaiting(Number(msg.waiting) || 0);
+  if (msg?.type === 'prompt-queue' && msg.promptId === promptId) showWaiting(msg);
   if (msg?.type === 'prompt-withdrawn' && msg.promptId === promptId) withdrawnNow(String(msg.reason || 'withdrawn'));
 });
 chrome.runtime.sendMessage({ type: 'prompt-status', promptId }).then((r) => {
-  if (r?.success) showWaiting(Number(r.waiting) || 0);
+  if (r?.success) showWaiting(r);
   else if (r?.code === 'prompt_cancelled') withdrawnNow(String(r.error || 'withdrawn'));
 }, () => {});

@@ -2,10 +2,12 @@
 // small window shows the agent, the operation, its class and the exact
 // target; closed or unanswered within the host's timeout means deny.
 //
-// One window at a time per agent: an agent's gathered calls would
-// otherwise stack identical windows in one place, and a person answering
-// the top one cannot tell which call it is for. The others wait in order,
-// and the shown window says how many wait behind it.
+// One window at a time for the whole browser: prompts of every agent,
+// run, workflow and host process wait in one queue. Two windows would
+// otherwise open focused in the same place, and a person answering the
+// top one cannot tell which request, or whose, it is for. The others wait
+// in order, and the shown window says how many wait behind it and whose
+// they are.
 //
 // The host withdraws a prompt (prompt-cancel) when the run it belongs to
 // ends or its time runs out: the window closes, and an answer that still
@@ -43,7 +45,8 @@ const BACKSTOP_MS = 2000;
 
 const byHostId = new Map(); // the host's request id -> entry
 const byPromptId = new Map(); // the window's prompt id -> entry
-const queues = new Map(); // agent (or workflow) -> entries, the shown one first
+// Every prompt not settled yet, in the order they came: the first shows.
+const queue = [];
 // Withdrawn prompts by prompt id, for the late answer's record; bounded.
 const withdrawn = new Map();
 const MAX_WITHDRAWN = 256;
@@ -54,7 +57,7 @@ export const NO_REPLY = { noReply: true };
 
 // prompt shows the host's prompt m of host process conn.
 export async function prompt(m, conn) {
-  return ask(conn, m, `agent:${String(m.agentId)}`, new Set(offered(m, ANSWERS)));
+  return ask(conn, m, { kind: 'agent', name: String(m.agentId ?? '?') }, new Set(offered(m, ANSWERS)));
 }
 
 // A workflow layer's prompt: one window listing every task of the layer
@@ -65,23 +68,21 @@ export async function prompt(m, conn) {
 // hash, so any change to one of its side effects asks again.
 export async function promptLayer(m, conn) {
   const plan = m.plan && typeof m.plan === 'object';
-  return ask(conn, m, `workflow:${String(m.workflow || '')}`, new Set(offered(m, plan ? PLAN_ANSWERS : LAYER_ANSWERS)));
+  return ask(conn, m, { kind: 'workflow', name: String(m.workflow || '?') }, new Set(offered(m, plan ? PLAN_ANSWERS : LAYER_ANSWERS)));
 }
 
 // ask queues the prompt m (its window shows m itself, as the host sent
 // it: the digest it answers with is of exactly that) and resolves with
-// the answer for the host.
-function ask(conn, m, key, allowed) {
+// the answer for the host. who names the asker for the queue's line.
+function ask(conn, m, who, allowed) {
   return new Promise((resolve) => {
-    const e = { conn, hostId: String(m.id), key, promptId: crypto.randomUUID(), details: m, allowed, resolve, windowId: null, shown: false, done: false };
+    const e = { conn, hostId: String(m.id), who, promptId: crypto.randomUUID(), details: m, allowed, resolve, windowId: null, shown: false, done: false };
     e.timer = setTimeout(() => finish(e, 'deny'), Math.max(1000, Number(m.timeoutMs) || 60000) + BACKSTOP_MS);
     byHostId.set(e.hostId, e);
     byPromptId.set(e.promptId, e);
-    const q = queues.get(key) || [];
-    q.push(e);
-    queues.set(key, q);
-    if (q.length === 1) show(e);
-    else tellWaiting(key);
+    queue.push(e);
+    if (queue.length === 1) show(e);
+    else tellWaiting();
   });
 }
 
@@ -110,22 +111,41 @@ function finish(e, answer, { reply = true, shown, keepWindow = false } = {}) {
   clearTimeout(e.timer);
   if (byHostId.get(e.hostId) === e) byHostId.delete(e.hostId);
   byPromptId.delete(e.promptId);
-  const q = (queues.get(e.key) || []).filter((x) => x !== e);
-  if (q.length) queues.set(e.key, q);
-  else queues.delete(e.key);
+  const at = queue.indexOf(e);
+  if (at >= 0) queue.splice(at, 1);
   if (e.windowId !== null && !keepWindow) chrome.windows.remove(e.windowId).catch(() => {});
   if (!reply) e.resolve(NO_REPLY);
   else if (shown === undefined) e.resolve(shownDigest(e.details).then((d) => ({ answer: 'deny', shown: d }), () => ({ answer: 'deny' })));
   else e.resolve({ answer: e.allowed.has(answer) ? answer : 'deny', shown });
-  if (q.length && !q[0].shown) show(q[0]);
-  tellWaiting(e.key);
+  if (queue.length && !queue[0].shown) show(queue[0]);
+  tellWaiting();
 }
 
-// tellWaiting tells the agent's shown window how many prompts wait behind it.
-function tellWaiting(key) {
-  const q = queues.get(key);
-  if (!q?.length) return;
-  chrome.runtime.sendMessage({ type: 'prompt-queue', promptId: q[0].promptId, waiting: q.length - 1 }).catch(() => {});
+// At most this many askers are named in the queue's line; the rest are
+// counted.
+const MAX_NAMED = 5;
+
+// waitingNow is what the shown window says of the queue: how many prompts
+// wait behind it (waiting) and whose (who: each asker with its count, in
+// the order their first prompt came; others: the prompts of askers past
+// MAX_NAMED).
+function waitingNow() {
+  const who = [];
+  let others = 0;
+  for (const x of queue.slice(1)) {
+    const w = who.find((y) => y.kind === x.who.kind && y.name === x.who.name);
+    if (w) w.count++;
+    else if (who.length < MAX_NAMED) who.push({ ...x.who, count: 1 });
+    else others++;
+  }
+  return { waiting: Math.max(0, queue.length - 1), who, others };
+}
+
+// tellWaiting tells the shown window how many prompts wait behind it, and
+// whose.
+function tellWaiting() {
+  if (!queue.length) return;
+  chrome.runtime.sendMessage({ type: 'prompt-queue', promptId: queue[0].promptId, ...waitingNow() }).catch(() => {});
 }
 
 // withdraw puts e among the withdrawn prompts, for the late answer's
@@ -176,7 +196,7 @@ export function promptStatus(promptId) {
     const w = withdrawn.get(promptId);
     return w ? { success: false, code: 'prompt_cancelled', error: w.why } : { success: false, code: 'unknown_prompt', error: 'no prompt waits for this answer' };
   }
-  return { success: true, waiting: (queues.get(e.key) || []).length - 1 };
+  return queue[0] === e ? { success: true, ...waitingNow() } : { success: true, waiting: 0, who: [], others: 0 };
 }
 
 // promptAnswered takes a window's answer and its digest of the prompt

@@ -31,6 +31,7 @@ function start({ ref, agentId, input, tabId, sessionId }) {
     pending = '';
   };
   const handle = runPython({
+    ref,
     agentId: String(agentId), input: String(input ?? ''), tabId: Number.isInteger(tabId) ? tabId : undefined, sessionId: String(sessionId || ''),
     onOutput: (text) => {
       pending += text;

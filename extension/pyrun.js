@@ -105,17 +105,19 @@ export function poolState() {
 // runPython runs agentId on the tab (tabId may be undefined: an unbound
 // run, whose page calls are refused: no tab) in session sessionId ('' or
 // undefined: a fresh one). onOutput gets text as it comes; onDenial each
-// refused call; onStarted the moment the agent's code starts. stop(), when
-// the returned handle's is called, ends the run as cancelled. It resolves
-// to {status, output, code, error, timings, sessionId}.
-export function runPython({ agentId, input, tabId, sessionId = '', onOutput = () => {}, onDenial = () => {}, onStarted = () => {} }) {
+// refused call; onStarted the moment the agent's code starts; ref is the
+// service worker's name for the run (its Stop stops the run's calls there,
+// browser.js). stop(), when the returned handle's is called, ends the run
+// as cancelled. It resolves to {status, output, code, error, timings,
+// sessionId}.
+export function runPython({ ref, agentId, input, tabId, sessionId = '', onOutput = () => {}, onDenial = () => {}, onStarted = () => {} }) {
   let finish;
   const finished = new Promise((resolve) => { finish = resolve; });
-  const done = run({ agentId, input, tabId, sessionId, onOutput, onDenial, onStarted, finish, finished });
+  const done = run({ ref, agentId, input, tabId, sessionId, onOutput, onDenial, onStarted, finish, finished });
   return { done, stop: () => finish({ status: 'cancelled', error: 'the run was stopped' }) };
 }
 
-async function run({ agentId, input, tabId, sessionId, onOutput, onDenial, onStarted, finish, finished }) {
+async function run({ ref, agentId, input, tabId, sessionId, onOutput, onDenial, onStarted, finish, finished }) {
   const t0 = performance.now();
   const warm = poolState() === 'ready';
   const box = take();
@@ -192,7 +194,7 @@ async function run({ agentId, input, tabId, sessionId, onOutput, onDenial, onSta
     timings.pyodideLoadMs = loaded.loadMs;
     timings.memoryBytes = loaded.memory;
     timings.jspi = loaded.jspi;
-    const r = await host('python-run', { agentId, input, tabId, sessionId });
+    const r = await host('python-run', { agentId, input, tabId, sessionId, runRef: ref });
     if (!r?.success) {
       finish({ status: r?.code || 'internal_error', error: r?.error, code: r?.code });
       return;

@@ -5,6 +5,7 @@
 // ref, event}, and kept, so a popup opened again (Chrome closed it when a
 // prompt took the focus) shows the run it started.
 import { ensureOffscreen, isOffscreen } from './offdoc.js';
+import { stopRun } from './browser.js';
 
 // The latest runs, by ref: {ref, agentId, output, denials, startMs, result}.
 const KEEP = 8;
@@ -41,6 +42,9 @@ export function pythonProgress(msg, sender) {
 
 export async function pythonStop(msg) {
   if (!runs.get(String(msg.ref))) return bad('no such run');
+  // Before anything else: no call of the run is performed from here on,
+  // whatever answer is on its way (browser.js, stopRun).
+  stopRun(msg.ref);
   await ensureOffscreen();
   return toOffscreen({ op: 'stop', ref: String(msg.ref) });
 }

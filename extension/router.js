@@ -1,7 +1,7 @@
 // Routes messages: one type -> handler map for the extension's own pages,
 // one for content scripts, one for requests the host sends to us.
 import { native } from './native.js';
-import { browserCall, bindTab } from './browser.js';
+import { browserCall, bindTab, runToken } from './browser.js';
 import { prompt, promptLayer, promptAnswered, promptCancel, promptStatus } from './prompts.js';
 import { installBundledAgents } from './agents.js';
 import { checkAudit, restartAudit, auditSoon } from './audit.js';
@@ -25,7 +25,13 @@ const PAGE_REQUESTS = new Set([
 // no page can point a run at a document it was not started on.
 const prepare = {
   'run-agent': async ({ tabId, context, origin, ...params }) => ({ ...params, ...(await bindTab(tabId)) }),
-  'python-run': async ({ tabId, context, origin, ...params }) => ({ ...params, ...(await bindTab(tabId)) }),
+  // A Python run's context also carries its token (browser.js, runToken):
+  // Stop, pressed in a page that knows the run by its ref (runRef), stops
+  // its calls here.
+  'python-run': async ({ tabId, context, origin, runRef, ...params }) => {
+    const bound = await bindTab(tabId);
+    return { ...params, ...bound, context: { ...bound.context, run: runToken(runRef) } };
+  },
 };
 
 // The pages' requests in progress that a page's going away ends, by the

@@ -313,7 +313,20 @@ func (b *Browser) Call(ctx context.Context, call string, params any) (json.RawMe
 	if len(b.context) > 0 {
 		fields["context"] = b.context
 	}
-	r, err := b.peer.ask(ctx, "browser-call", b.timeout, fields)
+	// Perform or cancel is decided once, here. A call whose run ended
+	// before it was sent is not sent. One sent may be performed whatever
+	// the run does next, so its answer is waited for (within the browser
+	// timeout) even when the run ends meanwhile: the record says what the
+	// extension did, never "cancelled" for a write that landed.
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		code := mediator.CodeTimeout
+		if mediator.CodeOf(cause) == mediator.CodePromptCancelled {
+			code = mediator.CodePromptCancelled
+		}
+		return nil, &mediator.Error{Code: code, Msg: "browser-call was cancelled before it was sent: nothing was done", Err: ctx.Err()}
+	}
+	r, err := b.peer.ask(context.WithoutCancel(ctx), "browser-call", b.timeout, fields)
 	if err != nil {
 		return nil, err
 	}

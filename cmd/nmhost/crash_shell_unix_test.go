@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/datadir"
+	"github.com/agentgate/nmhost/internal/nmclient"
 	"github.com/agentgate/nmhost/internal/store"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
@@ -69,56 +70,10 @@ func TestShellWritesSurviveKill9(t *testing.T) {
 				if err := r.Decode(&run); err != nil {
 					t.Fatalf("python-run: %v %+v", err, r)
 				}
-				var written atomic.Int64
-				enough := make(chan struct{})
-				var once sync.Once
-				var wg sync.WaitGroup
-				for w := range workers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for n := 0; ; n++ {
-							line := fmt.Sprintf("echo x > i%d-w%d-n%d.txt", it, w, n)
-							r, err := p.Call(ctx, "agent-call", map[string]any{"runId": run.RunID, "agentId": "writer", "operation": "shell",
-								"params": map[string]any{"command": line}})
-							if err != nil {
-								return // the host is gone
-							}
-							if !r.Success {
-								t.Errorf("%s: %s %s", line, r.Code, r.Error)
-								once.Do(func() { close(enough) })
-								return
-							}
-							if written.Add(1) == killAfter {
-								once.Do(func() { close(enough) })
-							}
-						}
-					}()
-				}
-				<-enough
-				// More writes are in flight on every worker: the kill lands mid-stream.
-				s := killThenOpen(t, p, &wg, dir)
-				decided := shellPathsOnRecord(t, s)
-				rep, verr := s.VerifyAudit(ctx)
-				wsDir := s.SessionWorkspaceDir("crash")
-				s.Close()
-				if verr != nil || !rep.OK {
-					t.Fatalf("iteration %d: verify after kill -9: %+v %v", it, rep, verr)
-				}
-				entries, err := os.ReadDir(wsDir)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var lost []string
-				for _, e := range entries {
-					if !decided[e.Name()] {
-						lost = append(lost, e.Name())
-					}
-				}
-				files = len(entries)
-				if len(lost) > 0 {
-					t.Fatalf("iteration %d: %d of %d files in the workspace have no decision on record: %v", it, len(lost), len(entries), lost)
-				}
+				files = streamKillAndCheck(t, p, dir, workers, killAfter, shellPathsOnRecord, func(w, n int) (nmclient.Reply, error) {
+					return p.Call(ctx, "agent-call", map[string]any{"runId": run.RunID, "agentId": "writer", "operation": "shell",
+						"params": map[string]any{"command": fmt.Sprintf("echo x > i%d-w%d-n%d.txt", it, w, n)}})
+				})
 			}
 			t.Logf("%d kills; %d files in the workspace, every one decided on record", iterations, files)
 		})
@@ -188,58 +143,13 @@ func TestWASIWritesSurviveKill9(t *testing.T) {
 				t.Fatalf("session: %+v", r)
 			}
 		}
-		var replied atomic.Int64
-		enough := make(chan struct{})
-		var once sync.Once
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; ; n++ {
-					var in strings.Builder
-					for k := range perRun {
-						fmt.Fprintf(&in, "write /workspace/i%d-w%d-r%d-f%d.txt x\n", it, w, n, k)
-					}
-					r, err := p.Call(ctx, "run-agent", map[string]any{"agentId": "wasi-writer", "sessionId": "crash", "input": in.String()})
-					if err != nil {
-						return // the host is gone
-					}
-					if !r.Success {
-						t.Errorf("run: %s %s", r.Code, r.Error)
-						once.Do(func() { close(enough) })
-						return
-					}
-					if replied.Add(1) == killAfter {
-						once.Do(func() { close(enough) })
-					}
-				}
-			}()
-		}
-		<-enough
-		// Other runs are writing: the kill lands mid-run.
-		s := killThenOpen(t, p, &wg, dir)
-		decided := writePathsOnRecord(t, s)
-		rep, verr := s.VerifyAudit(ctx)
-		wsDir := s.SessionWorkspaceDir("crash")
-		s.Close()
-		if verr != nil || !rep.OK {
-			t.Fatalf("iteration %d (%s): verify after kill -9: %+v %v", it, durability, rep, verr)
-		}
-		entries, err := os.ReadDir(wsDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var lost []string
-		for _, e := range entries {
-			if !decided[e.Name()] {
-				lost = append(lost, e.Name())
+		files = streamKillAndCheck(t, p, dir, workers, killAfter, writePathsOnRecord, func(w, n int) (nmclient.Reply, error) {
+			var in strings.Builder
+			for k := range perRun {
+				fmt.Fprintf(&in, "write /workspace/i%d-w%d-r%d-f%d.txt x\n", it, w, n, k)
 			}
-		}
-		files = len(entries)
-		if len(lost) > 0 {
-			t.Fatalf("iteration %d (%s): %d of %d files in the workspace have no decision on record: %v", it, durability, len(lost), len(entries), lost)
-		}
+			return p.Call(ctx, "run-agent", map[string]any{"agentId": "wasi-writer", "sessionId": "crash", "input": in.String()})
+		})
 	}
 	t.Logf("%d kills; %d files in the workspace, every one decided on record", iterations, files)
 }
@@ -264,4 +174,62 @@ func writePathsOnRecord(t *testing.T, s *store.Store) map[string]bool {
 		}
 		after = page.NextAfterSeq
 	}
+}
+
+// streamKillAndCheck runs workers that each call next(worker, n) for n =
+// 0, 1, ... until the host is gone; once killAfter calls have succeeded it
+// kills the host with SIGKILL (more calls are in flight: the kill lands
+// mid-stream), reopens the store, and fails the test unless the trail
+// verifies and every file in the "crash" session's workspace is named by
+// an allowing decision (onRecord reads them). It returns the files.
+func streamKillAndCheck(t *testing.T, p *nmclient.Process, dir string, workers, killAfter int64,
+	onRecord func(*testing.T, *store.Store) map[string]bool, next func(w, n int) (nmclient.Reply, error)) int {
+	t.Helper()
+	var done atomic.Int64
+	enough := make(chan struct{})
+	var once sync.Once
+	var wg sync.WaitGroup
+	for w := range int(workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				r, err := next(w, n)
+				if err != nil {
+					return // the host is gone
+				}
+				if !r.Success {
+					t.Errorf("worker %d call %d: %s %s", w, n, r.Code, r.Error)
+					once.Do(func() { close(enough) })
+					return
+				}
+				if done.Add(1) == killAfter {
+					once.Do(func() { close(enough) })
+				}
+			}
+		}()
+	}
+	<-enough
+	s := killThenOpen(t, p, &wg, dir)
+	decided := onRecord(t, s)
+	rep, verr := s.VerifyAudit(context.Background())
+	wsDir := s.SessionWorkspaceDir("crash")
+	s.Close()
+	if verr != nil || !rep.OK {
+		t.Fatalf("verify after kill -9: %+v %v", rep, verr)
+	}
+	entries, err := os.ReadDir(wsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []string
+	for _, e := range entries {
+		if !decided[e.Name()] {
+			lost = append(lost, e.Name())
+		}
+	}
+	if len(lost) > 0 {
+		t.Fatalf("%d of %d files in the workspace have no decision on record: %v", len(lost), len(entries), lost)
+	}
+	return len(entries)
 }

@@ -38,7 +38,10 @@ func TestGrepHonoursTheDeadlineInsideALine(t *testing.T) {
 	// check inside a line the same grep took 13 s without it.
 	margin := 1500 * time.Millisecond
 	if raceEnabled {
-		margin *= 5
+		// 8-9 s were seen under the detector with the whole suite and the
+		// browser tests beside it on two cores (2026-11-28); the 13 s the
+		// regression took is several times that under the detector.
+		margin *= 10
 	}
 	for _, tc := range []struct{ name, line string }{
 		{"grep", "grep '[[:alpha:]]{1000}b' long.txt"},

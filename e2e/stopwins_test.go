@@ -95,6 +95,46 @@ func waitForOutcome(t testing.TB, ext context.Context, agent, operation string) 
 	}
 }
 
+// waitForEnd waits for what became of agent's operation: its outcome
+// record when it was allowed, or its denying decision when it never was
+// (returned with that decision's code, as an outcome that did not run).
+func waitForEnd(t testing.TB, ext context.Context, agent, operation string) auditOutcome {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for {
+		var page struct {
+			Records []struct {
+				auditOutcome
+				Allowed bool
+				Reason  string
+			}
+		}
+		r := hostCall(t, ext, "list-audit", map[string]any{"tail": true, "limit": 200})
+		if err := json.Unmarshal(r.Data, &page); err != nil {
+			t.Fatalf("list-audit: %v %s", err, r.Data)
+		}
+		for _, rec := range page.Records {
+			if rec.Operation.AgentID != agent || rec.Operation.Operation != operation {
+				continue
+			}
+			switch {
+			case rec.Kind == "executed":
+				return rec.auditOutcome
+			case rec.Kind == "decision" && !rec.Allowed:
+				out := rec.auditOutcome
+				if out.Error == "" {
+					out.Error = rec.Reason
+				}
+				return out
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no outcome or denial of %s's %s: %.2000s", agent, operation, r.Data)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestAnswerThenClosedPopupRecordSaysWhatHappened: "Allow once" is given
 // and the popup that started the module's run closes in the same moment
 // (its run is cancelled). Whether the write lands or not, the record of
@@ -115,7 +155,10 @@ func TestAnswerThenClosedPopupRecordSaysWhatHappened(t *testing.T) {
 	copyTab := promptCopy(t, tg)
 	waitFor(t, copyTab, `!document.getElementById('allow-once').disabled`)
 	eval[bool](t, copyTab, fmt.Sprintf(`(document.getElementById('allow-once').click(), chrome.tabs.remove(%d), true)`, popupTab))
-	outcome := waitForOutcome(t, ext, "e2e-answer-close", "page.write.setElementText")
+	// The popup's close may win before the answer counts: then the call
+	// was never allowed (its decision says prompt_cancelled) and has no
+	// outcome record; either way the page and the records must agree.
+	outcome := waitForEnd(t, ext, "e2e-answer-close", "page.write.setElementText")
 	h1 := eval[string](t, tab, `document.querySelector('h1').textContent`)
 	t.Logf("h1 %q; record %+v", h1, outcome)
 	written := h1 != "quiet heading"

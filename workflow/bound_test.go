@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentgate/nmhost/internal/norace"
 	"github.com/agentgate/nmhost/mediator"
 )
 
@@ -140,7 +141,16 @@ func formatBomb(expr string) string {
 // passes the cost limit (a trap) long before their results fill the heap:
 // at a cost of 1 per call, or of their input only, these steps fit in the
 // limit and the format one keeps 200 MiB.
+//
+// Under the race detector it runs in a copy of this test binary built
+// without it (norace.Moved): reaching the cost limit is work the detector
+// slows past the evaluation's 2 s deadline on a loaded 2-core machine
+// (seen 2026-11-28), so the step ended by its time, not its cost, and the
+// test could not tell which bound held. It has nothing concurrent to check.
 func TestGrowingFunctionsCostTheirSize(t *testing.T) {
+	if norace.Moved(t, "1") {
+		return
+	}
 	cases := []struct{ name, spec string }{
 		{"json.stringify", one("lists.range(3000).map(i, json.stringify(R)).size()")},
 		{"json.parse", one("lists.range(3000).map(i, json.parse(json.stringify(R))).size()")},

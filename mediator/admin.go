@@ -26,6 +26,10 @@ type AdminPolicy struct {
 	// (nmhost export --otlp-endpoint, run by a service manager the
 	// administrator deploys: docs/fleet.md); `nmhost policy list` shows it.
 	ExportEndpoint string `json:"exportEndpoint,omitempty"`
+	// BlockedMCPTools are MCP tools no one may call through any door:
+	// "server" (every tool of a server configured under that name) or
+	// "server/tool".
+	BlockedMCPTools []string `json:"blockedMcpTools,omitempty"`
 	// Source says where the rules came from ("admin file PATH", "managed
 	// storage"), for the refusal and `nmhost policy list`. Never read
 	// from the policy itself.
@@ -34,14 +38,20 @@ type AdminPolicy struct {
 
 // Empty reports whether p sets no rule.
 func (p AdminPolicy) Empty() bool {
-	return len(p.BlockedPermissions) == 0 && len(p.DeniedHosts) == 0 && p.MaxSessionLevel == "" && p.ExportEndpoint == ""
+	return len(p.BlockedPermissions) == 0 && len(p.DeniedHosts) == 0 && p.MaxSessionLevel == "" && p.ExportEndpoint == "" &&
+		len(p.BlockedMCPTools) == 0
 }
 
 // Check validates p's rules: known permissions, a known level, bounded
 // lists. Host patterns are netproxy's to check.
 func (p AdminPolicy) Check() error {
-	if len(p.BlockedPermissions) > 64 || len(p.DeniedHosts) > MaxAllowedHosts {
+	if len(p.BlockedPermissions) > 64 || len(p.DeniedHosts) > MaxAllowedHosts || len(p.BlockedMCPTools) > MaxMCPToolsRules {
 		return Errorf(CodeBadRequest, "the admin policy has more rules than a policy may")
+	}
+	for _, t := range p.BlockedMCPTools {
+		if err := ParseMCPToolRule(t); err != nil {
+			return fmt.Errorf("blockedMcpTools: %w", err)
+		}
 	}
 	for _, perm := range p.BlockedPermissions {
 		if _, err := ParsePermission(string(perm)); err != nil {
@@ -83,6 +93,7 @@ func (a Admin) Policies() []AdminPolicy {
 	out := make([]AdminPolicy, len(a.policies))
 	for i, p := range a.policies {
 		p.BlockedPermissions, p.DeniedHosts = slices.Clone(p.BlockedPermissions), slices.Clone(p.DeniedHosts)
+		p.BlockedMCPTools = slices.Clone(p.BlockedMCPTools)
 		out[i] = p
 	}
 	return out
@@ -92,6 +103,16 @@ func (a Admin) Policies() []AdminPolicy {
 func (a Admin) Blocked(perm Permission) (AdminPolicy, bool) {
 	for _, p := range a.policies {
 		if slices.Contains(p.BlockedPermissions, perm) {
+			return p, true
+		}
+	}
+	return AdminPolicy{}, false
+}
+
+// ToolBlocked reports the first policy that blocks the MCP tool t.
+func (a Admin) ToolBlocked(t *ToolCall) (AdminPolicy, bool) {
+	for _, p := range a.policies {
+		if toolListed(p.BlockedMCPTools, t) {
 			return p, true
 		}
 	}

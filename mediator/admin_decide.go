@@ -1,5 +1,7 @@
 package mediator
 
+import "fmt"
+
 // The administrator's rules as decisions: what every door of the host
 // applies the same way, whoever asks (an agent's operation, a grant, a
 // session's level, a person's own shell).
@@ -22,6 +24,10 @@ func (a Admin) denial(op Operation, rule OperationRule) (PolicyDecision, bool) {
 		if ap, blocked := a.Blocked(perm); perm != "" && blocked {
 			return denied(rule.Class, CodeAdminPolicy, adminBy("blockedPermissions", ap), MessageOf(ap.BlockedError(perm))), false
 		}
+	}
+	if ap, blocked := a.ToolBlocked(op.Tool); op.Name == OpToolCall && blocked {
+		return denied(rule.Class, CodeAdminPolicy, adminBy("blockedMcpTools", ap),
+			fmt.Sprintf("%s is blocked by the administrator's policy (blockedMcpTools, %s)", toolLabel(op.Tool), ap.Source)), false
 	}
 	level := op.SessionLevel
 	if level == "" {

@@ -102,6 +102,10 @@ var operationTable = []OperationRule{
 		ReadOnly: true, Idempotent: true, Why: "searches the session's memory"},
 	{Name: OpMemoryWrite, Permission: PermMemory, Class: RequiresConfirmation, StaysLocal: true, MinLevel: LevelHigh,
 		Why: "adds an entry to the session's memory"},
+	// MCP tools: each call's class comes from the tool (ClassifyTool);
+	// this row is what a call that names no tool exactly gets.
+	{Name: OpToolCall, Permission: PermMCPCall, Class: AlwaysConfirm, Target: "tool", OpenWorld: true,
+		Why: "calls a tool of an MCP server you configured; its class comes from the tool (docs/mcp.md)"},
 }
 
 func init() {
@@ -127,6 +131,9 @@ var unknownRule = OperationRule{Class: AlwaysConfirm, Why: "is not a known opera
 // the table does not list (CONNECT, TRACE, PROPFIND...) has no row: it is
 // refused, never asked about (see FetchMethods).
 func RuleFor(op Operation) (OperationRule, bool) {
+	if op.Name == OpToolCall {
+		return toolRule(op), true
+	}
 	method := strings.ToUpper(op.Method)
 	if op.Name == OpNetworkFetch && method == "" {
 		method = "GET"
@@ -199,6 +206,9 @@ func TargetKey(op Operation) string {
 }
 
 func targetKey(r OperationRule, op Operation) string {
+	if r.Target == "tool" {
+		return toolTarget(op)
+	}
 	if r.Target == "outside" && op.Shell != nil {
 		// An "always" answer covers exactly the outside files named.
 		var outside []string

@@ -118,6 +118,10 @@ const (
 	CodeAdminPolicy    Code = "admin_policy"  // the administrator's policy (a machine policy file, the extension's managed storage) refuses it, whatever the person granted
 	CodeUnauthorized   Code = "unauthorized"  // missing or wrong viewer token, foreign Host or Origin
 
+	// MCP tools (docs/mcp.md).
+	CodeToolNotAllowed  Code = "tool_not_allowed" // the agent's profile does not list the tool in capabilities.mcpTools, or the gateway's configuration has no such server or tool
+	CodeToolDefinitions Code = "tool_definitions" // a server's tool list is beyond what the gateway takes: too many tools, a name it cannot show exactly, a name listed twice
+
 	// The audit trail, checked against a checkpoint kept outside the host's
 	// data dir (audit-consistency; docs/permissions.md, "The audit trail").
 	CodeAuditBadSignature Code = "audit_bad_signature" // the checkpoint is not signed by this data dir's key: forged, altered, from elsewhere, or the key was replaced

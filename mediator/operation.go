@@ -55,6 +55,10 @@ type Operation struct {
 	// reaches: the policy applies the session matrix (DecideShell) to it.
 	// It names paths, never what a command writes.
 	Shell *ShellStep `json:"shell,omitempty"`
+
+	// Tool is, for an MCP tool call (Name "mcp.call"), the server, the
+	// tool, its pinned definition and the arguments' hash.
+	Tool *ToolCall `json:"tool,omitempty"`
 }
 
 // Operation names: the restricted API (docs/abi.md) plus the extension's
@@ -73,6 +77,7 @@ const (
 	OpWorkspaceWrite       = "workspace.write"
 	OpMemoryWrite          = "memory.write"
 	OpMemorySearch         = "memory.search"
+	// OpToolCall ("mcp.call") is a call of an MCP tool (toolcall.go).
 	// OpShellPrefix + a command name ("shell.cp") is one command of the
 	// session shell; ShellOp builds it.
 	OpShellPrefix = "shell."

@@ -62,7 +62,7 @@ func TestPermissionSetTable(t *testing.T) {
 		{SetReadonly, []Permission{PermConsoleLog, PermPageRead, PermShell, PermWorkspaceRead}, WorkspaceRead, false, nil},
 		{SetFilesystem, []Permission{PermConsoleLog, PermPageRead, PermMemory, PermShell, PermWorkspaceRead, PermWorkspaceWrite}, WorkspaceReadWrite, false, nil},
 		{SetNetworkAPI, []Permission{PermConsoleLog, PermNetworkFetch}, WorkspaceNone, true, nil},
-		{SetMCPStandard, []Permission{PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardWrite, PermNotifications, PermNetworkFetch, PermMemory, PermShell, PermWorkspaceRead, PermWorkspaceWrite}, WorkspaceReadWrite, true, []string{EnvAgentID, EnvSessionLevel}},
+		{SetMCPStandard, []Permission{PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardWrite, PermNotifications, PermNetworkFetch, PermMemory, PermShell, PermWorkspaceRead, PermWorkspaceWrite, PermMCPCall}, WorkspaceReadWrite, true, []string{EnvAgentID, EnvSessionLevel}},
 		{SetTrusted, knownPermissions, WorkspaceReadWrite, true, []string{EnvAgentID, EnvSessionLevel}},
 	} {
 		t.Run(string(tc.set), func(t *testing.T) {

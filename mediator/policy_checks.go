@@ -11,8 +11,11 @@ import (
 // the session shell's matrix. Each returns a denial and false, or true.
 
 // capabilityDenial applies the profile's capabilities to the operation.
-func capabilityDenial(rule OperationRule, c Capabilities) (PolicyDecision, bool) {
+func capabilityDenial(op Operation, rule OperationRule, c Capabilities) (PolicyDecision, bool) {
 	switch {
+	case rule.Permission == PermMCPCall && !toolListed(c.MCPTools, op.Tool):
+		return denied(rule.Class, CodeToolNotAllowed, "capability:mcpTools",
+			fmt.Sprintf("the agent's profile does not list %s in capabilities.mcpTools", toolLabel(op.Tool))), false
 	case rule.Permission == PermPageWrite && c.DOMAccess != DOMFull:
 		return denied(rule.Class, CodePermissionNotGranted, "capability:domAccess",
 			fmt.Sprintf("domAccess is %s; page writes need full", c.DOMAccess)), false

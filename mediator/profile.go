@@ -39,7 +39,7 @@ const (
 var knownPermissions = []Permission{
 	PermConsoleLog, PermPageRead, PermPageWrite, PermClipboardRead,
 	PermClipboardWrite, PermNetworkFetch, PermNotifications, PermMemory, PermShell,
-	PermWorkspaceRead, PermWorkspaceWrite,
+	PermWorkspaceRead, PermWorkspaceWrite, PermMCPCall,
 }
 
 // ParsePermission returns p when it is a known permission. Process spawning
@@ -111,6 +111,7 @@ func (p Profile) Clone() Profile {
 	c.Permissions.Required = slices.Clone(p.Permissions.Required)
 	c.Permissions.Optional = slices.Clone(p.Permissions.Optional)
 	c.Capabilities.AllowedHosts = slices.Clone(p.Capabilities.AllowedHosts)
+	c.Capabilities.MCPTools = slices.Clone(p.Capabilities.MCPTools)
 	if p.Audit != nil {
 		a := *p.Audit
 		c.Audit = &a
@@ -141,6 +142,10 @@ type Capabilities struct {
 	MaxMemory        int64    `json:"maxMemory"`
 	ExecutionTimeout int64    `json:"executionTimeout"`
 	DOMAccess        string   `json:"domAccess"`
+	// MCPTools names the MCP tools an agent granted mcp.call may call:
+	// "server" (each tool of the server the person configured under that
+	// name) or "server/tool". Empty: none.
+	MCPTools []string `json:"mcpTools,omitempty"`
 }
 
 // Timeout returns the execution timeout as a duration.
@@ -249,6 +254,14 @@ func (p *Profile) Normalize() error {
 	for _, h := range c.AllowedHosts {
 		if len(h) == 0 || len(h) > MaxAllowedHostLen {
 			return Errorf(CodeInvalidAllowedHost, "allowedHosts entry %q is empty or longer than %d bytes", Truncate(h, 64), MaxAllowedHostLen)
+		}
+	}
+	if len(c.MCPTools) > MaxMCPToolsRules {
+		return Errorf(CodeInvalidProfile, "mcpTools has %d entries; the limit is %d", len(c.MCPTools), MaxMCPToolsRules)
+	}
+	for _, t := range c.MCPTools {
+		if err := ParseMCPToolRule(t); err != nil {
+			return err
 		}
 	}
 	switch {

@@ -340,7 +340,7 @@ func TestProfileCloneSharesNothing(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeOf(Profile{}), "")
-	copied := []string{"Permissions.Required", "Permissions.Optional", "Capabilities.AllowedHosts", "Audit"}
+	copied := []string{"Permissions.Required", "Permissions.Optional", "Capabilities.AllowedHosts", "Capabilities.MCPTools", "Audit"}
 	if !slices.Equal(refs, copied) {
 		t.Fatalf("Profile's fields that refer to memory are %v; Clone copies %v: copy the new ones in Clone", refs, copied)
 	}

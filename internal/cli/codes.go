@@ -28,6 +28,7 @@ var knownCodes = []mediator.Code{
 	mediator.CodePathNotAllowed, mediator.CodeQuotaExceeded, mediator.CodeNotFound, mediator.CodeShellNotAllowed,
 	mediator.CodeUnknownSession, mediator.CodeInvalidLevel, mediator.CodeSessionLevel, mediator.CodeUnauthorized, mediator.CodeAdminPolicy,
 	mediator.CodeAuditBadSignature, mediator.CodeAuditTruncated, mediator.CodeAuditInconsistent,
+	mediator.CodeToolNotAllowed, mediator.CodeToolDefinitions,
 }
 
 // deniablePermissions are the values a denial's permission holds: the

@@ -109,6 +109,13 @@ current="example agents"; phase "$current"
 current="Pyodide"; phase "$current"
 ./scripts/fetch-pyodide.sh
 
+# The MCP gateway's tests run the reference servers and the conformance
+# suite from the npm registry as real peers (pinned in
+# tools/mcp-servers/package-lock.json).
+current="MCP reference servers"; phase "$current"
+NMHOST_MCP_SERVERS=$(./scripts/mcp-servers.sh)
+export NMHOST_MCP_SERVERS
+
 # From here the browser tests run in the background (start_e2e, above).
 start_e2e
 

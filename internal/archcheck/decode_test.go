@@ -189,7 +189,8 @@ func TestRulesLiveInTheCore(t *testing.T) {
 	}
 	var where []string
 	eachRepoSource(t, nil, func(p string, src []byte) {
-		front := strings.HasPrefix(p, "../../internal/host/") || strings.HasPrefix(p, "../../internal/viewer/") || strings.HasPrefix(p, "../../internal/cli/")
+		front := strings.HasPrefix(p, "../../internal/host/") || strings.HasPrefix(p, "../../internal/viewer/") || strings.HasPrefix(p, "../../internal/cli/") ||
+			strings.HasPrefix(p, "../../internal/mcpserve/")
 		if !front {
 			return
 		}

@@ -115,6 +115,8 @@ func route(ctx context.Context, env Env) error {
 		return routeGroup(ctx, cmd, sub)
 	case "serve":
 		return runServe(ctx, sub)
+	case "mcp":
+		return runMCP(ctx, sub)
 	case "export":
 		return runExport(ctx, sub)
 	case "version", "--version":

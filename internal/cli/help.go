@@ -169,6 +169,12 @@ var specs = []*spec{
 			"nmhost serve --open",
 			"NMHOST_DATA_DIR=/tmp/nmhost-demo-123 nmhost serve --port 8700",
 		}},
+	{name: "mcp", synopsis: "[--http ADDR] [--agent ID] [--session ID] [--yes-to mcp.call]",
+		summary: "the MCP gateway (docs/mcp.md): serves the tools of the MCP servers configured in the data directory's mcp.json, each named SERVER.TOOL, over stdio (default) or Streamable HTTP on a loopback ADDR (Authorization: Bearer with the viewer-token file's token); every call is decided and recorded before it is forwarded",
+		examples: []string{
+			"nmhost mcp",
+			"nmhost mcp --http 127.0.0.1:8711",
+		}},
 	{name: "version", synopsis: "", summary: "prints the host's version and protocol version",
 		examples: []string{"nmhost version"}},
 	{name: "help", synopsis: "[COMMAND]", summary: "prints the help, or a command's",

@@ -71,12 +71,18 @@ func (p *cliPrompter) Prompt(ctx context.Context, req mediator.PromptRequest) (m
 	if op.Method != "" {
 		target = op.Method + " " + target
 	}
+	if t := op.Tool; t != nil {
+		target = t.Server + "." + t.Tool + " (definition " + t.Definition[:min(12, len(t.Definition))] + ")"
+	}
 	// What the person answers about is shown escaped: a target or a
 	// reason holding an escape sequence or a bidi control could otherwise
 	// show them another URL than the one they allow.
 	fmt.Fprintf(p.out, "\nAgent %q wants to %s (%s): %s\n", op.AgentID, mediator.EscapeTerminal(op.Name), req.Class, mediator.EscapeTerminal(req.Reason))
 	if target != "" {
 		fmt.Fprintf(p.out, "  target: %s\n", mediator.EscapeTerminal(target))
+	}
+	if t := op.Tool; t != nil && t.Description != "" {
+		fmt.Fprintf(p.out, "  the server describes it as: %s\n", mediator.EscapeTerminal(mediator.Truncate(t.Description, 300)))
 	}
 	if op.TextLength > 0 {
 		fmt.Fprintf(p.out, "  text length: %d bytes\n", op.TextLength)

@@ -278,6 +278,8 @@ func refusalScenarios() []codeScenario {
 		}},
 		{code: mediator.CodeNoBrowser, hostNever: "host mode always has its extension attached; only `nmhost run` without --page and a workflow with no browser return it (cmd/nmhost run.txtar)"},
 		{code: mediator.CodeConfirmRequired, hostNever: "host mode always has a prompter (the extension); only `nmhost run` with no terminal returns it"},
+		{code: mediator.CodeToolNotAllowed, hostNever: "a refusal of the MCP gateway (nmhost mcp), recorded by the core's CallTool: internal/mcpserve TestGatewayCodesReachTheDenialLog"},
+		{code: mediator.CodeToolDefinitions, hostNever: "a refusal of the MCP gateway's listing of a server, recorded by the core: internal/mcpserve TestGatewayCodesReachTheDenialLog"},
 		{code: mediator.CodeUnauthorized, hostNever: "the viewer's answer to a request without its token, before any agent or caller is known; the native host has no such request"},
 		{code: mediator.CodeSessionLevel, entry: "python-run asking above its session's level", scenario: func(w *walk) {
 			w.h.mustOK("set-session", map[string]any{"sessionId": "low one", "level": "low"}, nil)

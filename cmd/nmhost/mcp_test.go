@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,4 +211,110 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPConformance runs the official MCP conformance suite's server
+// scenarios against `nmhost mcp --http --server everything`, in front of
+// the Go SDK's conformance server, through a loopback proxy that adds the
+// token (the suite sends none). testdata/mcp-conformance-baseline.yml
+// lists the scenarios the gateway does not pass and why; the suite exits
+// non-zero on a new failure and on a stale entry.
+func TestMCPConformance(t *testing.T) {
+	tmp := t.TempDir()
+	upstream := filepath.Join(tmp, "everything-server")
+	if out, err := exec.Command("go", "build", "-o", upstream, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server").CombinedOutput(); err != nil {
+		t.Fatalf("building the SDK's conformance server: %v\n%s", err, out)
+	}
+	dir := newDataDir(t)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": upstream}}})
+	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	endpoint, stop := startMCPHTTP(t, dir, "--server", "everything", "--yes-to", "mcp.call")
+	defer stop()
+	grant := exec.Command(nmhostBin, "grant", "mcp-client", "mcp.call")
+	grant.Env = hostEnv(dir)
+	if out, err := grant.CombinedOutput(); err != nil {
+		t.Fatalf("grant: %v %s", err, out)
+	}
+	tok, err := os.ReadFile(filepath.Join(dir, "viewer-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := tokenProxy(t, endpoint, strings.TrimSpace(string(tok)))
+	baseline, err := filepath.Abs("testdata/mcp-conformance-baseline.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite := exec.Command("node", filepath.Join(mcpServersDir(t), "node_modules", ".bin", "conformance"), "server",
+		"--url", proxy+"/", "--expected-failures", baseline)
+	suite.Dir = tmp // its results/ directory
+	out, err := suite.CombinedOutput()
+	summary := string(out)
+	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
+		summary = summary[i:]
+	}
+	t.Logf("conformance suite:\n%s", summary)
+	if err != nil {
+		t.Fatalf("the conformance suite: %v (a scenario failed that the baseline does not list, or passed that it does)\n%s", err, out)
+	}
+}
+
+// startMCPHTTP starts `nmhost mcp --http 127.0.0.1:0 args...` over dir and
+// returns its endpoint.
+func startMCPHTTP(t *testing.T, dir string, args ...string) (string, func()) {
+	t.Helper()
+	cmd := exec.Command(nmhostBin, append([]string{"mcp", "--http", "127.0.0.1:0"}, args...)...)
+	cmd.Env = hostEnv(dir)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("nmhost mcp's first line: %v; stderr %s", err, stderr)
+	}
+	return strings.TrimSuffix(strings.TrimSpace(line), "/"), func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+	}
+}
+
+// tokenProxy is a loopback reverse proxy to endpoint that adds the
+// bearer token, as a configured client would, and passes every other
+// header through, except its own address in Host and Origin, which it
+// turns into the gateway's: the suite's checks of foreign Hosts and
+// Origins still reach the gateway as sent.
+func tokenProxy(t *testing.T, endpoint, token string) string {
+	t.Helper()
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var self string
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+			if pr.In.Host == self {
+				pr.Out.Host = target.Host
+			}
+			if pr.In.Header.Get("Origin") == "http://"+self {
+				pr.Out.Header.Set("Origin", "http://"+target.Host)
+			}
+			pr.Out.Header.Set("Authorization", "Bearer "+token)
+		},
+		FlushInterval: -1,
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	self = srv.Listener.Addr().String()
+	return srv.URL
 }

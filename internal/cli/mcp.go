@@ -19,17 +19,18 @@ import (
 	"github.com/agentgate/nmhost/mediator"
 )
 
-// runMCP: nmhost mcp [--http ADDR] [--agent ID] [--session ID] [--yes-to mcp.call].
+// runMCP: nmhost mcp [--http ADDR] [--server NAME] [--agent ID] [--session ID] [--yes-to mcp.call].
 // Over stdio, stdout carries the protocol and nothing else; the gateway's
 // own words go to stderr.
 func runMCP(ctx context.Context, env Env) error {
 	var (
-		httpAddr, agent, session string
-		yesTo                    multiFlag
+		httpAddr, agent, session, only string
+		yesTo                          multiFlag
 	)
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.StringVar(&httpAddr, "http", "", "serve Streamable HTTP on the loopback `ADDR` (127.0.0.1:PORT) instead of stdio")
 	fs.StringVar(&agent, "agent", app.GatewayAgent, "the agent `ID` the clients act as")
+	fs.StringVar(&only, "server", "", "serve only the configured server `NAME`, its tools under their own names")
 	fs.StringVar(&session, "session", "", "the session `ID` the calls belong to (its level applies)")
 	fs.Var(&yesTo, "yes-to", "answer allow-once to prompts for this operation (mcp.call), for scripts; repeatable")
 	if _, err := parse(specFor("mcp"), fs, env); err != nil {
@@ -91,7 +92,7 @@ func runMCP(ctx context.Context, env Env) error {
 		return err
 	}
 	srv, err = mcpserve.New(ctx, mcpserve.Options{Core: core, Gateway: gw, Agent: agent, Prompter: prompter,
-		SessionID: session, SessionLevel: level, Log: env.Stderr})
+		SessionID: session, SessionLevel: level, Only: only, Log: env.Stderr})
 	if err != nil {
 		return err
 	}
@@ -123,12 +124,15 @@ func serveMCPHTTP(ctx context.Context, env Env, dir string, srv *mcpserve.Server
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		// A client's standing event stream never ends by itself: the
+		// calls in flight get a second to finish, then every connection
+		// is closed.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
-		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
-		return nil
+		return hs.Close()
 	}
 }
 

@@ -61,7 +61,7 @@ type gateway struct {
 
 // self is a server entry that runs this test binary as the hostile
 // upstream mode.
-func self(t *testing.T, mode, calls string) mcpgw.Server {
+func self(t testing.TB, mode, calls string) mcpgw.Server {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ type setup struct {
 
 // newGateway opens a data directory with cfg's servers, the gateway's
 // agent installed (and granted when asked), and an MCP client connected.
-func newGateway(t *testing.T, s setup) *gateway {
+func newGateway(t testing.TB, s setup) *gateway {
 	t.Helper()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "data")

@@ -19,8 +19,9 @@ type HTTPConfig struct {
 }
 
 // Handler is the Streamable HTTP endpoint. Before the MCP handler sees a
-// request it passes: the Host check, no Origin (a web page never gets to
-// call a tool; MCP clients send none), and the token. The token is never
+// request it passes: the Host check, no Origin but the endpoint's own (a
+// web page elsewhere never gets to call a tool; MCP clients send none, and
+// the endpoint serves no page that could), and the token. The token is never
 // taken from a URL.
 func (s *Server) Handler(c HTTPConfig) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil)
@@ -30,7 +31,7 @@ func (s *Server) Handler(c HTTPConfig) http.Handler {
 			http.Error(w, "the Host header is not this gateway's loopback address", http.StatusForbidden)
 			return
 		}
-		if r.Header.Get("Origin") != "" {
+		if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, c.Hosts) {
 			http.Error(w, "requests from web pages are refused", http.StatusForbidden)
 			return
 		}
@@ -42,6 +43,15 @@ func (s *Server) Handler(c HTTPConfig) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+func originAllowed(origin string, hosts []string) bool {
+	for _, h := range hosts {
+		if strings.EqualFold(origin, "http://"+h) {
+			return true
+		}
+	}
+	return false
 }
 
 func hostAllowed(host string, hosts []string) bool {

@@ -27,13 +27,19 @@ type Options struct {
 	// SessionID and SessionLevel place the calls in a session ("": none,
 	// the default level).
 	SessionID, SessionLevel string
+	// Only, when set, serves that one configured server's tools under
+	// their own names: a client's configuration can swap one server
+	// entry for the gateway in front of it, and with one server no name
+	// can shadow another's.
+	Only string
 	// Log receives what the gateway has to say to the person (a server
 	// that failed to list); nil discards it.
 	Log io.Writer
 }
 
 // Server is the MCP server the clients see: the configured servers'
-// tools, each named SERVER.TOOL, each call decided by the core.
+// tools, each named SERVER.TOOL (or one server's, under their own names),
+// each call decided by the core.
 type Server struct {
 	o      Options
 	srv    *mcp.Server
@@ -60,14 +66,25 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Instructions: "Tools of the MCP servers the person configured, named SERVER.TOOL. Every call is decided by nmhost first: some run at once, some wait for the person, some are refused with a reason.",
 	})
-	for _, name := range o.Gateway.Servers() {
+	servers := o.Gateway.Servers()
+	if o.Only != "" {
+		if _, ok := o.Gateway.Server(o.Only); !ok {
+			return nil, mediator.Errorf(mediator.CodeToolNotAllowed, "no MCP server %q is configured (%s)", mediator.Truncate(o.Only, 64), mcpgw.ConfigFile)
+		}
+		servers = []string{o.Only}
+	}
+	for _, name := range servers {
 		s.refresh(ctx, name)
 	}
 	return s, nil
 }
 
 // Refresh re-lists server's tools (its list changed, or it restarted).
-func (s *Server) Refresh(ctx context.Context, server string) { s.refresh(ctx, server) }
+func (s *Server) Refresh(ctx context.Context, server string) {
+	if s.o.Only == "" || server == s.o.Only {
+		s.refresh(ctx, server)
+	}
+}
 
 func (s *Server) refresh(ctx context.Context, server string) {
 	l, err := s.o.Gateway.List(ctx, server)
@@ -92,6 +109,9 @@ func (s *Server) refresh(ctx context.Context, server string) {
 	names := make([]string, 0, len(l.Tools))
 	for _, t := range l.Tools {
 		name := server + "." + t.Def.Name
+		if s.o.Only != "" {
+			name = t.Def.Name
+		}
 		def := *t.Def
 		def.Name = name
 		if def.InputSchema == nil {

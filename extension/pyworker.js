@@ -288,6 +288,9 @@ def _make_restricted_api(present, absent, call, report_absent):
     @_api
     async def shell(command):
         return (await _call("shell", {"command": str(command)})).get("output", "")
+    @_api
+    async def mcp_call(server, tool, args=None):
+        return await _call("mcp_call", {"server": str(server), "tool": str(tool), "args": dict(args or {})})
     def log(*args):
         # Decided and audited by the host; the worker shows the text only
         # once the host allowed it (a refusal comes back as a denial). With

@@ -32,6 +32,9 @@ var functions = []Function{
 	// "shell.CMD" (mediator.ShellOp); the function needs the grant they
 	// all need.
 	{Name: "shell", Operation: "shell", Permission: mediator.PermShell},
+	// A tool of an MCP server the person configured (docs/mcp.md),
+	// among those the profile's mcpTools lists.
+	fn("mcp_call", mediator.OpToolCall),
 }
 
 // fn takes the permission from the policy's own table, so a Python call

@@ -16,21 +16,9 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
 
-// mcpServersDir is where scripts/mcp-servers.sh installed the reference
-// servers.
-func mcpServersDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("NMHOST_MCP_SERVERS"); d != "" {
-		return d
-	}
-	out, err := exec.Command("../../scripts/mcp-servers.sh").Output()
-	if err != nil {
-		t.Fatalf("scripts/mcp-servers.sh: %v", err)
-	}
-	return strings.TrimSpace(string(out))
-}
+	"github.com/agentgate/nmhost/internal/testkit"
+)
 
 // mcpDataDir is a data dir whose mcp.json names the reference filesystem
 // server over ws, and the workspace with a file in it.
@@ -41,7 +29,7 @@ func mcpDataDir(t *testing.T) (dir, ws string) {
 		t.Fatal(err)
 	}
 	cfg := map[string]any{"mcpServers": map[string]any{"fs": map[string]any{
-		"command": filepath.Join(mcpServersDir(t), "node_modules", ".bin", "mcp-server-filesystem"), "args": []string{ws}}}}
+		"command": testkit.MCPServer(t, "mcp-server-filesystem"), "args": []string{ws}}}}
 	b, _ := json.Marshal(cfg)
 	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), b, 0o600); err != nil {
 		t.Fatal(err)
@@ -246,7 +234,7 @@ func TestMCPConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	suite := exec.Command("node", filepath.Join(mcpServersDir(t), "node_modules", ".bin", "conformance"), "server",
+	suite := exec.Command("node", testkit.MCPServer(t, "conformance"), "server",
 		"--url", proxy+"/", "--expected-failures", baseline)
 	suite.Dir = tmp // its results/ directory
 	out, err := suite.CombinedOutput()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentgate/nmhost/internal/adminpolicy"
 	"github.com/agentgate/nmhost/internal/app/flows"
+	"github.com/agentgate/nmhost/internal/app/mcpgw"
 	"github.com/agentgate/nmhost/internal/app/runs"
 	"github.com/agentgate/nmhost/internal/datadir"
 	"github.com/agentgate/nmhost/internal/store"
@@ -41,6 +42,10 @@ type App struct {
 	rtErr   error
 	ownRT   bool
 	ownsAll bool
+
+	mcpOnce sync.Once
+	mcp     *mcpgw.Gateway
+	mcpErr  error
 }
 
 // Parts are what New assembles: a store already open, the config read
@@ -143,6 +148,9 @@ func (a *App) Close(ctx context.Context) error {
 	var err error
 	if a.ownRT && a.rt != nil {
 		err = a.rt.Close(ctx)
+	}
+	if a.mcp != nil {
+		err = errors.Join(err, a.mcp.Close())
 	}
 	if a.ownsAll {
 		err = errors.Join(err, a.st.Close())

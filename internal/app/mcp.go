@@ -22,16 +22,21 @@ const GatewayAgent = "mcp-client"
 // (no such server or tool, a server that fails) in the denial log.
 const opToolCall = mediator.OpToolCall
 
-// OpenMCP reads the person's gateway configuration (mcp.json in the data
-// directory) and returns the gateway over it. Nothing is started until a
-// tool is listed or called. changed, when not nil, hears that a server's
-// tool list changed.
-func (a *App) OpenMCP(changed func(server string)) (*mcpgw.Gateway, error) {
-	cfg, err := mcpgw.LoadConfig(a.Dir())
-	if err != nil {
-		return nil, err
-	}
-	return mcpgw.New(cfg, changed), nil
+// MCP is the gateway over the person's configuration (mcp.json in the
+// data directory), one per App whichever door asks (the gateway's
+// clients, an agent's restricted API, a workflow's tool task), read on
+// first use. Nothing is started until a tool is listed or called; Close
+// stops every server it started.
+func (a *App) MCP() (*mcpgw.Gateway, error) {
+	a.mcpOnce.Do(func() {
+		cfg, err := mcpgw.LoadConfig(a.Dir())
+		if err != nil {
+			a.mcpErr = err
+			return
+		}
+		a.mcp = mcpgw.New(cfg)
+	})
+	return a.mcp, a.mcpErr
 }
 
 // EnsureGatewayAgent installs agent, the principal of the gateway's
@@ -40,7 +45,11 @@ func (a *App) OpenMCP(changed func(server string)) (*mcpgw.Gateway, error) {
 // the permission is optional, for the person to grant. An
 // agent already installed under that name is left as it is: the person
 // may have narrowed its mcpTools.
-func (a *App) EnsureGatewayAgent(ctx context.Context, gw *mcpgw.Gateway, agent string) error {
+func (a *App) EnsureGatewayAgent(ctx context.Context, agent string) error {
+	gw, err := a.MCP()
+	if err != nil {
+		return err
+	}
 	if _, err := a.st.Agent(ctx, agent); err == nil {
 		return nil
 	}
@@ -54,7 +63,7 @@ func (a *App) EnsureGatewayAgent(ctx context.Context, gw *mcpgw.Gateway, agent s
 	if err := prof.Normalize(); err != nil {
 		return err
 	}
-	_, err := a.Install(ctx, prof, nil)
+	_, err = a.Install(ctx, prof, nil)
 	return err
 }
 
@@ -96,9 +105,13 @@ func ToolOperation(gw *mcpgw.Gateway, t mcpgw.Tool, req ToolCallRequest) mediato
 // before the call reaches the server, and its outcome after. A call the
 // gateway cannot place (no such server or tool, a server that fails to
 // list) is refused and recorded here, in one place for every door.
-func (a *App) CallTool(ctx context.Context, gw *mcpgw.Gateway, auth mediator.Authorizer, req ToolCallRequest) (*mcp.CallToolResult, error) {
+func (a *App) CallTool(ctx context.Context, auth mediator.Authorizer, req ToolCallRequest) (*mcp.CallToolResult, error) {
 	if err := mediator.ValidAgentID(req.AgentID); err != nil {
 		return nil, err
+	}
+	gw, err := a.MCP()
+	if err != nil {
+		return nil, a.refusedTool(ctx, req, err)
 	}
 	if len(req.Args) > 0 && !isObject(req.Args) {
 		return nil, a.refusedTool(ctx, req, mediator.Errorf(mediator.CodeBadRequest, "a tool's arguments are a JSON object"))

@@ -78,20 +78,10 @@ func runMCP(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	var srv *mcpserve.Server
-	gw, err := core.OpenMCP(func(server string) {
-		if srv != nil {
-			go srv.Refresh(context.WithoutCancel(ctx), server)
-		}
-	})
-	if err != nil {
+	if err := core.EnsureGatewayAgent(ctx, agent); err != nil {
 		return err
 	}
-	defer gw.Close()
-	if err := core.EnsureGatewayAgent(ctx, gw, agent); err != nil {
-		return err
-	}
-	srv, err = mcpserve.New(ctx, mcpserve.Options{Core: core, Gateway: gw, Agent: agent, Prompter: prompter,
+	srv, err := mcpserve.New(ctx, mcpserve.Options{Core: core, Agent: agent, Prompter: prompter,
 		SessionID: session, SessionLevel: level, Only: only, Log: env.Stderr})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/app"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/pyagent"
 	"github.com/agentgate/nmhost/shell"
@@ -181,16 +182,19 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 // callParams are the arguments of every restricted_api function; each
 // call reads the ones it takes (functionParams).
 type callParams struct {
-	Text     string       `json:"text"`
-	Tags     []string     `json:"tags"`
-	Query    string       `json:"query"`
-	Selector string       `json:"selector"`
-	Limit    int          `json:"limit"`
-	Title    string       `json:"title"`
-	Message  string       `json:"message"`
-	URL      string       `json:"url"`
-	Options  fetchOptions `json:"options"`
-	Command  string       `json:"command"`
+	Text     string          `json:"text"`
+	Tags     []string        `json:"tags"`
+	Query    string          `json:"query"`
+	Selector string          `json:"selector"`
+	Limit    int             `json:"limit"`
+	Title    string          `json:"title"`
+	Message  string          `json:"message"`
+	URL      string          `json:"url"`
+	Options  fetchOptions    `json:"options"`
+	Command  string          `json:"command"`
+	Server   string          `json:"server"`
+	Tool     string          `json:"tool"`
+	Args     json.RawMessage `json:"args"`
 }
 
 // functionParams is the parameters each restricted_api function takes
@@ -211,6 +215,7 @@ var functionParams = map[string][]string{
 	"memory_write":      {"text", "tags"},
 	"memory_search":     {"query", "limit"},
 	"shell":             {"command"},
+	"mcp_call":          {"server", "tool", "args"},
 }
 
 // paramTypes is, per function, a struct of exactly the callParams fields
@@ -308,6 +313,8 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 		return run.fetch(ctx, s, a)
 	case "shell":
 		return run.shell(ctx, s, a.Command)
+	case "mcp_call":
+		return run.callTool(ctx, s, a)
 	}
 	op := mediator.Operation{Name: fn.Operation}
 	var browserParams map[string]any
@@ -391,6 +398,17 @@ func (r *pythonRun) fetch(ctx context.Context, s *server, a callParams) (any, er
 // shell runs a command line of the session shell in the run's session
 // workspace, each command decided as a module's are (shell.Agent); every
 // command after the line's first counts as one more call of the run.
+// callTool calls an MCP tool through the core, decided by the run's
+// Authorizer like every other call of the run.
+func (r *pythonRun) callTool(ctx context.Context, s *server, a callParams) (any, error) {
+	res, err := s.app.CallTool(ctx, r.auth, app.ToolCallRequest{AgentID: r.agentID, SessionID: r.session, SessionLevel: r.level,
+		Server: a.Server, Tool: a.Tool, Args: a.Args})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 func (r *pythonRun) shell(ctx context.Context, s *server, line string) (any, error) {
 	ws, err := s.app.Sessions().OpenWorkspace(r.session)
 	if err != nil {

@@ -33,12 +33,12 @@ func TestGatewayCodesReachTheDenialLog(t *testing.T) {
 			if _, err := g.core.Install(t.Context(), prof, nil); err != nil {
 				t.Fatal(err)
 			}
-			_, err := g.core.CallTool(t.Context(), g.gw, g.core.Policy(mediator.PolicyOptions{}), app.ToolCallRequest{AgentID: "narrow", Server: "s", Tool: "read_file"})
+			_, err := g.core.CallTool(t.Context(), g.core.Policy(mediator.PolicyOptions{}), app.ToolCallRequest{AgentID: "narrow", Server: "s", Tool: "read_file"})
 			if mediator.CodeOf(err) != mediator.CodeToolNotAllowed {
 				t.Fatalf("CallTool: %v", err)
 			}
 			// And a server nobody configured, refused before any decision.
-			_, err = g.core.CallTool(t.Context(), g.gw, g.core.Policy(mediator.PolicyOptions{}), app.ToolCallRequest{AgentID: "narrow", Server: "nowhere", Tool: "x"})
+			_, err = g.core.CallTool(t.Context(), g.core.Policy(mediator.PolicyOptions{}), app.ToolCallRequest{AgentID: "narrow", Server: "nowhere", Tool: "x"})
 			if mediator.CodeOf(err) != mediator.CodeToolNotAllowed || !mediator.IsRecorded(err) {
 				t.Fatalf("CallTool of an unconfigured server: %v", err)
 			}
@@ -70,7 +70,7 @@ func TestGatewayCodesReachTheDenialLog(t *testing.T) {
 		}},
 		{mediator.CodeBadRequest, func(t *testing.T, calls string) *gateway {
 			g := newGateway(t, setup{servers: map[string]mcpgw.Server{"s": self(t, "liar", calls)}, grant: true})
-			_, err := g.core.CallTool(context.Background(), g.gw, g.core.Policy(mediator.PolicyOptions{}), app.ToolCallRequest{AgentID: app.GatewayAgent, Server: "s", Tool: "read_file", Args: []byte(`[1]`)})
+			_, err := g.core.CallTool(context.Background(), g.core.Policy(mediator.PolicyOptions{}), app.ToolCallRequest{AgentID: app.GatewayAgent, Server: "s", Tool: "read_file", Args: []byte(`[1]`)})
 			if mediator.CodeOf(err) != mediator.CodeBadRequest {
 				t.Fatalf("arguments that are no object: %v", err)
 			}

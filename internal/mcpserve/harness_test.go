@@ -50,13 +50,12 @@ func (a *answerer) prompts() []mediator.PromptRequest {
 }
 
 type gateway struct {
-	dir     string
-	core    *app.App
-	gw      *mcpgw.Gateway
-	srv     *mcpserve.Server
-	client  *mcp.ClientSession
-	person  *answerer
-	changed chan string
+	dir    string
+	core   *app.App
+	gw     *mcpgw.Gateway
+	srv    *mcpserve.Server
+	client *mcp.ClientSession
+	person *answerer
 }
 
 // self is a server entry that runs this test binary as the hostile
@@ -103,18 +102,12 @@ func newGateway(t testing.TB, s setup) *gateway {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { core.Close(context.Background()) })
-	g := &gateway{dir: dir, core: core, person: &answerer{}, changed: make(chan string, 16)}
-	g.gw, err = core.OpenMCP(func(server string) {
-		select {
-		case g.changed <- server:
-		default:
-		}
-	})
+	g := &gateway{dir: dir, core: core, person: &answerer{}}
+	g.gw, err = core.MCP()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.gw.Close() })
-	if err := core.EnsureGatewayAgent(ctx, g.gw, app.GatewayAgent); err != nil {
+	if err := core.EnsureGatewayAgent(ctx, app.GatewayAgent); err != nil {
 		t.Fatal(err)
 	}
 	if s.grant {
@@ -122,7 +115,7 @@ func newGateway(t testing.TB, s setup) *gateway {
 			t.Fatal(err)
 		}
 	}
-	g.srv, err = mcpserve.New(ctx, mcpserve.Options{Core: core, Gateway: g.gw, Prompter: g.person, SessionLevel: s.level})
+	g.srv, err = mcpserve.New(ctx, mcpserve.Options{Core: core, Prompter: g.person, SessionLevel: s.level})
 	if err != nil {
 		t.Fatal(err)
 	}

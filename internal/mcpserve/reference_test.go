@@ -2,42 +2,18 @@ package mcpserve_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentgate/nmhost/internal/app/mcpgw"
+	"github.com/agentgate/nmhost/internal/testkit"
 	"github.com/agentgate/nmhost/mediator"
 )
 
-var (
-	refOnce sync.Once
-	refDir  string
-	refErr  error
-)
-
-// referenceServers is where scripts/mcp-servers.sh installed the MCP
-// reference servers (NMHOST_MCP_SERVERS, or the script is run now).
-func referenceServers(t *testing.T) string {
-	t.Helper()
-	refOnce.Do(func() {
-		if refDir = os.Getenv("NMHOST_MCP_SERVERS"); refDir != "" {
-			return
-		}
-		out, err := exec.Command("../../scripts/mcp-servers.sh").Output()
-		refDir, refErr = strings.TrimSpace(string(out)), err
-	})
-	if refErr != nil {
-		t.Fatalf("scripts/mcp-servers.sh: %v", refErr)
-	}
-	return refDir
-}
-
 func reference(t *testing.T, bin string, args ...string) mcpgw.Server {
-	return mcpgw.Server{Command: filepath.Join(referenceServers(t), "node_modules", ".bin", bin), Args: args}
+	return mcpgw.Server{Command: testkit.MCPServer(t, bin), Args: args}
 }
 
 // TestReferenceFilesystemServer: the reference filesystem server's real

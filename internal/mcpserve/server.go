@@ -17,8 +17,7 @@ import (
 
 // Options configures a Server.
 type Options struct {
-	Core    *app.App
-	Gateway *mcpgw.Gateway
+	Core *app.App
 	// Agent is who the clients act as (app.GatewayAgent by default).
 	Agent string
 	// Prompter asks the person about a call that needs them; nil: such
@@ -43,6 +42,7 @@ type Options struct {
 type Server struct {
 	o      Options
 	srv    *mcp.Server
+	gw     *mcpgw.Gateway
 	auth   mediator.Authorizer
 	mu     sync.Mutex
 	names  map[string][]string // server -> the names listed for it
@@ -59,16 +59,20 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	s := &Server{o: o, names: map[string][]string{}}
+	gw, err := o.Core.MCP()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{o: o, gw: gw, names: map[string][]string{}}
 	s.auth = o.Core.Policy(mediator.PolicyOptions{Prompter: o.Prompter})
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "nmhost", Title: "nmhost MCP gateway", Version: "1"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Instructions: "Tools of the MCP servers the person configured, named SERVER.TOOL. Every call is decided by nmhost first: some run at once, some wait for the person, some are refused with a reason.",
 	})
-	servers := o.Gateway.Servers()
+	servers := gw.Servers()
 	if o.Only != "" {
-		if _, ok := o.Gateway.Server(o.Only); !ok {
+		if _, ok := gw.Server(o.Only); !ok {
 			return nil, mediator.Errorf(mediator.CodeToolNotAllowed, "no MCP server %q is configured (%s)", mediator.Truncate(o.Only, 64), mcpgw.ConfigFile)
 		}
 		servers = []string{o.Only}
@@ -76,6 +80,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	for _, name := range servers {
 		s.refresh(ctx, name)
 	}
+	gw.Watch(func(server string) { go s.Refresh(context.WithoutCancel(ctx), server) })
 	return s, nil
 }
 
@@ -87,7 +92,7 @@ func (s *Server) Refresh(ctx context.Context, server string) {
 }
 
 func (s *Server) refresh(ctx context.Context, server string) {
-	l, err := s.o.Gateway.List(ctx, server)
+	l, err := s.gw.List(ctx, server)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -130,7 +135,7 @@ func (s *Server) refresh(ctx context.Context, server string) {
 // isError and the reason code, not a protocol error: the client (often a
 // model) reads why and what would fix it.
 func (s *Server) call(ctx context.Context, server, tool string, args json.RawMessage) *mcp.CallToolResult {
-	res, err := s.o.Core.CallTool(ctx, s.o.Gateway, s.auth, app.ToolCallRequest{AgentID: s.o.Agent, Server: server, Tool: tool, Args: args,
+	res, err := s.o.Core.CallTool(ctx, s.auth, app.ToolCallRequest{AgentID: s.o.Agent, Server: server, Tool: tool, Args: args,
 		SessionID: s.o.SessionID, SessionLevel: s.o.SessionLevel})
 	if err != nil {
 		code := mediator.CodeOf(err)

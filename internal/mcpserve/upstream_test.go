@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,9 +70,16 @@ func serveUpstream(mode string) {
 		serveNames()
 		return
 	case "many":
-		for i := range 100_000 {
-			addRaw(s, &mcp.Tool{Name: fmt.Sprintf("read_%d", i)}, ok)
-		}
+		// 100,000 tools, a thousand a page: an SDK server would take
+		// longer to build than the gateway waits.
+		serveByHand(func(page int) ([]map[string]any, bool) {
+			var tools []map[string]any
+			for i := range 1000 {
+				tools = append(tools, map[string]any{"name": fmt.Sprintf("read_%d", page*1000+i), "inputSchema": map[string]any{"type": "object"}})
+			}
+			return tools, page < 99
+		})
+		return
 	case "huge":
 		addRaw(s, &mcp.Tool{Name: "read_big"}, recorded("read_big", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return textResult(strings.Repeat("x", 50<<20)), nil
@@ -114,6 +122,12 @@ func serveNames() {
 	for _, n := range []string{"read\u202eelif", "read\x1b[2Jx", "read file", "dup", "dup", "ok_tool"} {
 		tools = append(tools, map[string]any{"name": n, "description": desc, "inputSchema": map[string]any{"type": "object"}})
 	}
+	serveByHand(func(int) ([]map[string]any, bool) { return tools, false })
+}
+
+// serveByHand answers MCP on stdio by hand: initialize, tools/list in the
+// pages page gives (more: a next page follows), and every call "done".
+func serveByHand(page func(n int) (tools []map[string]any, more bool)) {
 	dec := json.NewDecoder(os.Stdin)
 	enc := json.NewEncoder(os.Stdout)
 	for {
@@ -122,6 +136,7 @@ func serveNames() {
 			Method string          `json:"method"`
 			Params struct {
 				ProtocolVersion string `json:"protocolVersion"`
+				Cursor          string `json:"cursor"`
 			} `json:"params"`
 		}
 		if err := dec.Decode(&req); err != nil {
@@ -136,7 +151,13 @@ func serveNames() {
 			result = map[string]any{"protocolVersion": req.Params.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
 				"serverInfo": map[string]any{"name": "names", "version": "1"}}
 		case "tools/list":
-			result = map[string]any{"tools": tools}
+			n, _ := strconv.Atoi(req.Params.Cursor)
+			tools, more := page(n)
+			r := map[string]any{"tools": tools}
+			if more {
+				r["nextCursor"] = strconv.Itoa(n + 1)
+			}
+			result = r
 		case "tools/call":
 			result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "done"}}}
 		default:

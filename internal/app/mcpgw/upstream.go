@@ -60,17 +60,33 @@ type Refusal struct {
 // Gateway holds the connections to the configured servers. A server is
 // started (or connected to) on first use and again after it failed.
 type Gateway struct {
-	cfg     Config
-	changed func(server string)
+	cfg Config
 
-	mu  sync.Mutex
-	ups map[string]*upstream
+	mu       sync.Mutex
+	ups      map[string]*upstream
+	watchers []func(server string)
 }
 
-// New returns a gateway over cfg. changed, when not nil, is told that a
-// server's tool list changed (a notification, a reconnection).
-func New(cfg Config, changed func(server string)) *Gateway {
-	return &Gateway{cfg: cfg, changed: changed, ups: map[string]*upstream{}}
+// New returns a gateway over cfg.
+func New(cfg Config) *Gateway {
+	return &Gateway{cfg: cfg, ups: map[string]*upstream{}}
+}
+
+// Watch has f told, from then on, that a server's tool list changed (a
+// notification, a reconnection).
+func (g *Gateway) Watch(f func(server string)) {
+	g.mu.Lock()
+	g.watchers = append(g.watchers, f)
+	g.mu.Unlock()
+}
+
+func (g *Gateway) changed(server string) {
+	g.mu.Lock()
+	ws := slices.Clone(g.watchers)
+	g.mu.Unlock()
+	for _, f := range ws {
+		f(server)
+	}
 }
 
 // Servers is the configured servers' names, sorted.
@@ -180,9 +196,7 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, *connection
 			u.mu.Lock()
 			u.listed = nil
 			u.mu.Unlock()
-			if u.g.changed != nil {
-				u.g.changed(u.name)
-			}
+			u.g.changed(u.name)
 		},
 	})
 	conn, transport, err := dial(u.srv)
@@ -210,9 +224,7 @@ func (u *upstream) reset(sess *mcp.ClientSession) {
 	u.mu.Unlock()
 	_ = sess.Close()
 	conn.close()
-	if u.g.changed != nil {
-		u.g.changed(u.name)
-	}
+	u.g.changed(u.name)
 }
 
 func (u *upstream) close() error {

@@ -51,6 +51,7 @@ var hostFuncs = []hostFunc{
 	{"shell", []api.ValueType{i32, i32}, mediator.PermShell, (*run).shell},
 	{"memory_write", []api.ValueType{i32, i32}, mediator.PermMemory, (*run).memoryWrite},
 	{"memory_search", []api.ValueType{i32, i32}, mediator.PermMemory, (*run).memorySearch},
+	{"mcp_call", []api.ValueType{i32, i32}, mediator.PermMCPCall, (*run).mcpCall},
 }
 
 // wasiAllowed is the WASI subset a Go wasip1 guest imports. wazero's

@@ -44,6 +44,9 @@ type RunSpec struct {
 	// Memory holds the sessions' memory; nil (or no SessionID) answers
 	// memory calls the policy allowed with unknown_session.
 	Memory Memory
+	// Tools reaches the person's MCP servers for mcp_call; nil answers
+	// such a call with tool_not_allowed.
+	Tools Tools
 	// PageOrigin is the origin of the tab the run acts on, when there is one;
 	// remembered answers for page writes are keyed by it.
 	PageOrigin string

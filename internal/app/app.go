@@ -197,6 +197,7 @@ func (a *App) Store() *store.Store { return a.st }
 // through the one run constructor over the core's records.
 func (a *App) Runs(d runs.Deps) runs.Deps {
 	d.Store = a.st
+	d.Tools = a.ModuleTools()
 	return d
 }
 

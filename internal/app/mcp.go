@@ -102,34 +102,78 @@ func ToolOperation(gw *mcpgw.Gateway, t mcpgw.Tool, req ToolCallRequest) mediato
 
 // CallTool decides one tool call through auth (a policy the front end
 // built with the prompter it has) and makes it: the decision is on record
-// before the call reaches the server, and its outcome after. A call the
-// gateway cannot place (no such server or tool, a server that fails to
-// list) is refused and recorded here, in one place for every door.
+// before the call reaches the server, and its outcome after.
 func (a *App) CallTool(ctx context.Context, auth mediator.Authorizer, req ToolCallRequest) (*mcp.CallToolResult, error) {
-	if err := mediator.ValidAgentID(req.AgentID); err != nil {
-		return nil, err
-	}
-	gw, err := a.MCP()
-	if err != nil {
-		return nil, a.refusedTool(ctx, req, err)
-	}
-	if len(req.Args) > 0 && !isObject(req.Args) {
-		return nil, a.refusedTool(ctx, req, mediator.Errorf(mediator.CodeBadRequest, "a tool's arguments are a JSON object"))
-	}
-	t, err := gw.Tool(ctx, req.Server, req.Tool)
-	if err != nil {
-		return nil, a.refusedTool(ctx, req, err)
-	}
-	done, err := auth.Authorize(ctx, ToolOperation(gw, t, req))
+	p, err := a.PrepareToolCall(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	res, err := gw.Call(ctx, t, req.Args)
+	done, err := auth.Authorize(ctx, p.Op)
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.Call(ctx)
 	done(err)
 	if err != nil {
 		return nil, fmt.Errorf("agent[%s] tool[%s.%s]: %w", req.AgentID, req.Server, req.Tool, err)
 	}
 	return res, nil
+}
+
+// PreparedCall is a tool call ready to be decided: the operation to
+// decide, and the call to make once it is allowed.
+type PreparedCall struct {
+	Op   mediator.Operation
+	Call func(ctx context.Context) (*mcp.CallToolResult, error)
+}
+
+// PrepareToolCall finds the tool (starting its server when needed) and
+// returns the operation a call of it is decided as, for a door that
+// decides through its own Authorizer (a module's run, a workflow's
+// layer). A call the gateway cannot place (no such server or tool, a
+// server that fails to list, arguments that are no object) is refused
+// and recorded here, in one place for every door.
+func (a *App) PrepareToolCall(ctx context.Context, req ToolCallRequest) (PreparedCall, error) {
+	if err := mediator.ValidAgentID(req.AgentID); err != nil {
+		return PreparedCall{}, err
+	}
+	gw, err := a.MCP()
+	if err != nil {
+		return PreparedCall{}, a.refusedTool(ctx, req, err)
+	}
+	if len(req.Args) > 0 && !isObject(req.Args) {
+		return PreparedCall{}, a.refusedTool(ctx, req, mediator.Errorf(mediator.CodeBadRequest, "a tool's arguments are a JSON object"))
+	}
+	t, err := gw.Tool(ctx, req.Server, req.Tool)
+	if err != nil {
+		return PreparedCall{}, a.refusedTool(ctx, req, err)
+	}
+	args := req.Args
+	return PreparedCall{Op: ToolOperation(gw, t, req), Call: func(ctx context.Context) (*mcp.CallToolResult, error) {
+		return gw.Call(ctx, t, args)
+	}}, nil
+}
+
+// ModuleTools is the MCP tools as a module's run reaches them
+// (wasmhost.Tools).
+func (a *App) ModuleTools() ModuleTools { return ModuleTools{a} }
+
+// ModuleTools prepares a module's tool calls through the core.
+type ModuleTools struct{ a *App }
+
+// PrepareToolCall implements wasmhost.Tools.
+func (m ModuleTools) PrepareToolCall(ctx context.Context, agentID, server, tool string, args []byte) (mediator.Operation, func(context.Context) ([]byte, error), error) {
+	p, err := m.a.PrepareToolCall(ctx, ToolCallRequest{AgentID: agentID, Server: server, Tool: tool, Args: args})
+	if err != nil {
+		return mediator.Operation{}, nil, err
+	}
+	return p.Op, func(ctx context.Context) ([]byte, error) {
+		res, err := p.Call(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(res)
+	}, nil
 }
 
 // RecordToolRefusals puts the tools and servers a listing refused in the

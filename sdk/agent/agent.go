@@ -272,3 +272,31 @@ func MemorySearch(query string, limit int) ([]MemoryHit, error) {
 	err = json.Unmarshal(out, &r)
 	return r.Results, err
 }
+
+//go:wasmimport restricted_api mcp_call
+func rawMCPCall(ptr, n uint32) int32
+
+// MCPCall calls tool of the MCP server the person configured as server
+// (mcp.call, and the tool in the profile's capabilities.mcpTools), with
+// args (a JSON object, or nil), and returns the tool's result as MCP
+// gives it: {"content": [...], "structuredContent", "isError"}
+// (docs/mcp.md).
+func MCPCall(server, tool string, args any) (json.RawMessage, error) {
+	a, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	if args == nil {
+		a = []byte("{}")
+	}
+	b, err := json.Marshal(struct {
+		Server string          `json:"server"`
+		Tool   string          `json:"tool"`
+		Args   json.RawMessage `json:"args"`
+	}{server, tool, a})
+	if err != nil {
+		return nil, err
+	}
+	p, n := ptr(b)
+	return take(rawMCPCall(p, n))
+}

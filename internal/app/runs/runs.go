@@ -25,6 +25,9 @@ type Deps struct {
 	// LogDenial records what the runtime refuses itself (link time, the
 	// workspace, a run refused as a whole).
 	LogDenial func(ctx context.Context, d mediator.Denial)
+	// Tools reaches the person's MCP servers (the core's); nil answers a
+	// module's mcp_call with tool_not_allowed.
+	Tools wasmhost.Tools
 }
 
 // Request is one run: who asks, for what, and where its output goes.
@@ -87,7 +90,7 @@ func (d Deps) Run(ctx context.Context, r Request) (Outcome, error) {
 	}
 	spec := wasmhost.RunSpec{
 		Agent: rec, Module: module, Input: []byte(r.Input),
-		SessionID: in.Session, SessionLevel: in.Level, Workspace: in.Workspace, Memory: d.Store,
+		SessionID: in.Session, SessionLevel: in.Level, Workspace: in.Workspace, Memory: d.Store, Tools: d.Tools,
 		PageOrigin: r.PageOrigin, Browser: r.Browser,
 		Authorizer: auth, LogDenial: d.LogDenial, Events: events,
 	}

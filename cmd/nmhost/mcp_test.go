@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -305,4 +306,81 @@ func tokenProxy(t *testing.T, endpoint, token string) string {
 	t.Cleanup(srv.Close)
 	self = srv.Listener.Addr().String()
 	return srv.URL
+}
+
+// TestMCPGatewayAsksThroughTheBrowser: `nmhost mcp` with no terminal puts
+// a call that needs a person to the browser: a host process the
+// extension is connected to shows it in its prompt window (here the test
+// answers as the extension does), and the answer decides the call. Deny
+// leaves the file unmade; allow writes it; with no browser connected the
+// call is refused, on the record, without waiting out the prompt.
+func TestMCPGatewayAsksThroughTheBrowser(t *testing.T) {
+	dir, ws := mcpDataDir(t)
+	cmd := exec.Command(nmhostBin, "mcp")
+	cmd.Env = hostEnv(dir)
+	cmd.Stderr = &lockedBuffer{}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	grant := exec.Command(nmhostBin, "grant", "mcp-client", "mcp.call")
+	grant.Env = hostEnv(dir)
+	if out, err := grant.CombinedOutput(); err != nil {
+		t.Fatalf("grant: %v %s", err, out)
+	}
+	target := filepath.Join(ws, "new.txt")
+	write := func() (string, string) {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fs.write_file", Arguments: map[string]any{"path": target, "content": "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, _ := res.Meta["nmhost/code"].(string)
+		return toolText(res), code
+	}
+	if text, code := write(); code != "confirmation_required" || !strings.Contains(text, "nobody could be asked") {
+		t.Fatalf("with no browser: %q %q", code, text)
+	}
+
+	host := start(t, dir)
+	var mu sync.Mutex
+	var shown []map[string]any
+	answers := []string{"deny", "allow-once"}
+	host.SetHostHandler(func(typ string, msg json.RawMessage) map[string]any {
+		if typ != "prompt" {
+			return nil
+		}
+		var m map[string]any
+		json.Unmarshal(msg, &m)
+		mu.Lock()
+		defer mu.Unlock()
+		shown = append(shown, m)
+		a := answers[0]
+		answers = answers[1:]
+		return map[string]any{"answer": a}
+	})
+	if _, err := host.Call(context.Background(), "hello", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, code := write(); code != "user_denied" {
+		t.Fatalf("denied in the browser: %q", code)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("the denied write made the file: %v", err)
+	}
+	if _, code := write(); code != "" {
+		t.Fatalf("allowed in the browser: %q", code)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "x" {
+		t.Fatalf("the allowed write: %q %v", b, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(shown) != 2 {
+		t.Fatalf("%d prompts in the browser; want 2", len(shown))
+	}
+	tool, _ := shown[0]["target"].(map[string]any)["tool"].(map[string]any)
+	if shown[0]["operation"] != "mcp.call" || tool["server"] != "fs" || tool["tool"] != "write_file" || tool["definition"] == "" {
+		t.Fatalf("the prompt showed %v", shown[0])
+	}
 }

@@ -78,6 +78,9 @@ func runMCP(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
+	// With no terminal, the question goes to a browser with the
+	// extension, through any host process it is connected to.
+	prompter.elsewhere = core.RelayPrompter()
 	if err := core.EnsureGatewayAgent(ctx, agent); err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@ type cliPrompter struct {
 	out         io.Writer
 	interactive bool
 	yes         map[string]bool
+	// elsewhere asks when there is no terminal (the relay to a browser's
+	// prompt window); nil: such a prompt is refused.
+	elsewhere mediator.Prompter
 }
 
 // newCLIPrompter validates the --yes-to operation names: a typo must not
@@ -58,6 +61,9 @@ func (p *cliPrompter) Prompt(ctx context.Context, req mediator.PromptRequest) (m
 	if p.yes[op.Name] {
 		fmt.Fprintf(p.out, "nmhost: %s %s allowed once by --yes-to\n", op.AgentID, op.Name)
 		return mediator.AnswerAllowOnce, nil
+	}
+	if !p.interactive && p.elsewhere != nil {
+		return p.elsewhere.Prompt(ctx, req)
 	}
 	if !p.interactive {
 		return "", mediator.Errorf(mediator.CodeConfirmRequired, "%s needs confirmation and stdin is not a terminal (pre-answer with --yes-to=%s)", op.Name, op.Name)

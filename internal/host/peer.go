@@ -365,6 +365,18 @@ type promptTarget struct {
 	Path       string   `json:"path,omitempty"`
 	Paths      []string `json:"paths,omitempty"`
 	TextLength int      `json:"textLength,omitempty"`
+	// Tool is an MCP tool call's: which tool of which server, what its
+	// server says it does, and the hashes an answer is bound to.
+	Tool *promptTool `json:"tool,omitempty"`
+}
+
+// promptTool is what a prompt shows of an MCP tool call.
+type promptTool struct {
+	Server      string `json:"server"`
+	Tool        string `json:"tool"`
+	Description string `json:"description,omitempty"`
+	Definition  string `json:"definition"`
+	ArgsSHA256  string `json:"argsSha256"`
 }
 
 // targetOf is the one place an operation becomes what a prompt shows.
@@ -373,6 +385,9 @@ func targetOf(op mediator.Operation) promptTarget {
 		Selector: op.Selector, Path: op.Path, TextLength: op.TextLength}
 	if op.Shell != nil {
 		t.Paths = op.Shell.Paths
+	}
+	if tc := op.Tool; tc != nil {
+		t.Tool = &promptTool{Server: tc.Server, Tool: tc.Tool, Description: tc.Description, Definition: tc.Definition, ArgsSHA256: tc.ArgsSHA256}
 	}
 	return t
 }

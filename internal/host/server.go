@@ -171,6 +171,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	s.fetch = fetch
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Questions other processes have nobody to ask (the MCP gateway)
+	// are asked here, in the extension's prompt window.
+	go s.app.ServeRelayedPrompts(ctx, s.peer.instance(), prompter{&s.peer})
 	go func() {
 		select {
 		case <-s.broken:

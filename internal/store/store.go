@@ -45,6 +45,7 @@ var migrations = []migration{
 	{sql: camelSessionSettings},                 // 12 -> 13: stored session settings named as on the wire (schema_sessions.go)
 	{fill: addAnswerScopes},                     // 13 -> 14: remembered answers' scope, end, code and uses (schema_answers.go)
 	{move: moveMemory},                          // 14 -> 15: the sessions' memory moves to memory.db, out of every open's way (memory_db.go)
+	{sql: schemaRelay},                          // 15 -> 16: prompts relayed to a process that can ask the person (relay.go)
 }
 
 // migration is one schema step: SQL, then, for a step SQL cannot express

@@ -60,6 +60,9 @@ type ToolCall struct {
 	// prompt; the definition's hash covers it, the record does not
 	// repeat it.
 	Description string `json:"-"`
+	// Changed says what changed in the tool's definition since the
+	// gateway saw it before ("" nothing), for the prompt.
+	Changed string `json:"-"`
 }
 
 // ToolHints are MCP's tool annotations. Nil is "not said": MCP's own

@@ -34,7 +34,7 @@ func (a *App) MCP() (*mcpgw.Gateway, error) {
 			a.mcpErr = err
 			return
 		}
-		a.mcp = mcpgw.New(cfg)
+		a.mcp = mcpgw.New(cfg, a.Dir())
 	})
 	return a.mcp, a.mcpErr
 }
@@ -91,7 +91,7 @@ func ToolOperation(gw *mcpgw.Gateway, t mcpgw.Tool, req ToolCallRequest) mediato
 		args = json.RawMessage("{}")
 	}
 	call := &mediator.ToolCall{Server: t.Server, Tool: t.Def.Name, Definition: t.Definition, ArgsSHA256: mediator.ArgsHash(args),
-		Hints: t.Hints, Trusted: srv.Trusted, PersonClass: srv.Tools[t.Def.Name], Description: t.Def.Description}
+		Hints: t.Hints, Trusted: srv.Trusted, PersonClass: srv.Tools[t.Def.Name], Description: t.Def.Description, Changed: t.Changed}
 	if srv.RecordArguments {
 		call.Args = mediator.Truncate(string(args), mediator.MaxDenialReasonBytes)
 	}

@@ -32,6 +32,7 @@ type relayedRequest struct {
 	Request     mediator.PromptRequest `json:"request"`
 	SessionID   string                 `json:"sessionId,omitempty"`
 	Description string                 `json:"description,omitempty"`
+	Changed     string                 `json:"changed,omitempty"`
 }
 
 // RelayPrompter asks through whichever process can ask the person.
@@ -49,7 +50,7 @@ func (a *App) RelayPrompter() *RelayPrompter { return &RelayPrompter{a: a} }
 func (r *RelayPrompter) Prompt(ctx context.Context, req mediator.PromptRequest) (mediator.Answer, error) {
 	rr := relayedRequest{Request: req, SessionID: req.Op.SessionID}
 	if req.Op.Tool != nil {
-		rr.Description = req.Op.Tool.Description
+		rr.Description, rr.Changed = req.Op.Tool.Description, req.Op.Tool.Changed
 	}
 	b, err := json.Marshal(rr)
 	if err != nil {
@@ -137,7 +138,7 @@ func (a *App) askRelayed(ctx context.Context, claimer string, p mediator.Prompte
 	req := rr.Request
 	req.Op.SessionID = rr.SessionID
 	if req.Op.Tool != nil {
-		req.Op.Tool.Description = rr.Description
+		req.Op.Tool.Description, req.Op.Tool.Changed = rr.Description, rr.Changed
 	}
 	pctx, cancel := context.WithDeadline(ctx, expires)
 	defer cancel()

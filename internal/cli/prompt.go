@@ -90,6 +90,10 @@ func (p *cliPrompter) Prompt(ctx context.Context, req mediator.PromptRequest) (m
 	if t := op.Tool; t != nil && t.Description != "" {
 		fmt.Fprintf(p.out, "  the server describes it as: %s\n", mediator.EscapeTerminal(mediator.Truncate(t.Description, 300)))
 	}
+	if t := op.Tool; t != nil && t.Changed != "" {
+		// Escaped where it was made (mcpgw.Change).
+		fmt.Fprintf(p.out, "  it changed since it was listed before:\n    %s\n", strings.ReplaceAll(t.Changed, "\n", "\n    "))
+	}
 	if op.TextLength > 0 {
 		fmt.Fprintf(p.out, "  text length: %d bytes\n", op.TextLength)
 	}

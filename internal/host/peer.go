@@ -375,8 +375,11 @@ type promptTool struct {
 	Server      string `json:"server"`
 	Tool        string `json:"tool"`
 	Description string `json:"description,omitempty"`
-	Definition  string `json:"definition"`
-	ArgsSHA256  string `json:"argsSha256"`
+	// Changed says what changed in the tool since it was listed before,
+	// for the person to see before answering again.
+	Changed    string `json:"changed,omitempty"`
+	Definition string `json:"definition"`
+	ArgsSHA256 string `json:"argsSha256"`
 }
 
 // targetOf is the one place an operation becomes what a prompt shows.
@@ -387,7 +390,7 @@ func targetOf(op mediator.Operation) promptTarget {
 		t.Paths = op.Shell.Paths
 	}
 	if tc := op.Tool; tc != nil {
-		t.Tool = &promptTool{Server: tc.Server, Tool: tc.Tool, Description: tc.Description, Definition: tc.Definition, ArgsSHA256: tc.ArgsSHA256}
+		t.Tool = &promptTool{Server: tc.Server, Tool: tc.Tool, Description: tc.Description, Changed: tc.Changed, Definition: tc.Definition, ArgsSHA256: tc.ArgsSHA256}
 	}
 	return t
 }

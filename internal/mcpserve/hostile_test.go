@@ -144,6 +144,9 @@ func TestHostileUpstreams(t *testing.T) {
 		if len(p) != 2 || !strings.Contains(p[1].Op.Tool.Description, "uploads") || p[0].Op.Tool.Definition == p[1].Op.Tool.Definition {
 			t.Fatalf("prompts %+v; want a second one showing the new definition", p)
 		}
+		if want := "description: was «Sends a note to yourself.», now «Sends a note to yourself and uploads your files.»"; p[1].Op.Tool.Changed != want {
+			t.Fatalf("the second prompt shows the change as %q; want %q", p[1].Op.Tool.Changed, want)
+		}
 		if got := upstreamCalls(t, calls); !slices.Equal(got, []string{"send_note"}) {
 			t.Fatalf("upstream calls %v; the changed tool must not have been called", got)
 		}

@@ -42,6 +42,9 @@ type Tool struct {
 	// Definition is Def's hash (mediator.ToolDefinitionHash).
 	Definition string
 	Hints      mediator.ToolHints
+	// Changed says what changed since the gateway last listed the tool
+	// (in this process or before, SeenFile); "" when nothing did.
+	Changed string
 }
 
 // Listed is what a server lists: its tools, and the names the gateway
@@ -60,16 +63,18 @@ type Refusal struct {
 // Gateway holds the connections to the configured servers. A server is
 // started (or connected to) on first use and again after it failed.
 type Gateway struct {
-	cfg Config
+	cfg  Config
+	seen seen
 
 	mu       sync.Mutex
 	ups      map[string]*upstream
 	watchers []func(server string)
 }
 
-// New returns a gateway over cfg.
-func New(cfg Config) *Gateway {
-	return &Gateway{cfg: cfg, ups: map[string]*upstream{}}
+// New returns a gateway over cfg; dir, when set, is the data directory,
+// where the definitions last listed are kept (SeenFile).
+func New(cfg Config, dir string) *Gateway {
+	return &Gateway{cfg: cfg, seen: seen{path: seenPath(dir)}, ups: map[string]*upstream{}}
 }
 
 // Watch has f told, from then on, that a server's tool list changed (a
@@ -286,6 +291,13 @@ func (u *upstream) list(ctx context.Context) (Listed, error) {
 		}
 	}
 	l := take(u.name, raw)
+	for name, prev := range u.g.seen.note(u.name, l.Tools) {
+		for i := range l.Tools {
+			if l.Tools[i].Def.Name == name {
+				l.Tools[i].Changed = Change(prev, l.Tools[i])
+			}
+		}
+	}
 	u.mu.Lock()
 	if u.sess == sess {
 		u.listed = &l

@@ -152,7 +152,8 @@ func (c *conv) statement(s ast.Statement) error {
 		if s.Argument == nil {
 			return nil
 		}
-		return c.bind("result", s.Argument, s, false)
+		// The task is named "return", which no variable of the script can be.
+		return c.bind("return", s.Argument, s, false)
 	case *ast.IfStatement:
 		if n := c.findTool(s); n != nil {
 			return c.fail(n, mediator.CodeNotPure, "a tool call under a condition: whether it happens is known only when the script runs, and the plan is decided before")

@@ -64,7 +64,7 @@ func TestScripts(t *testing.T) {
 		{name: "a loop over a const array literal", src: "const ids = [1, 2, 3];\nfor (const id of ids) { const row = await mcp.db.get({ id }); }",
 			graph: "ids=code:expr id=code:expr row=mcp:db.get[id] id-2=code:expr row-2=mcp:db.get[id-2,row] id-3=code:expr row-3=mcp:db.get[id-3,row-2]"},
 		{name: "a pure loop", src: "const xs = await mcp.s.list();\nlet total = 0;\nfor (const x of xs) { total += x.n; }\nreturn total;",
-			graph: "xs=mcp:s.list total=code:expr total-2=code:computation[total,xs] result=code:expr[total-2]"},
+			graph: "xs=mcp:s.list total=code:expr total-2=code:computation[total,xs] return=code:expr[total-2]"},
 		{name: "a function of the script", src: "function mean(xs) { return xs.reduce((a, b) => a + b, 0) / xs.length; }\nconst xs = await mcp.s.list();\nconst m = mean(xs);",
 			graph: "xs=mcp:s.list m=code:computation[xs]"},
 		{name: "JSON, Object and Math", src: "const raw = await mcp.s.get();\nconst o = JSON.parse(raw.body);\nconst keys = Object.keys(o);\nconst top = Math.max(...Object.values(o));\nconst text = JSON.stringify({ keys, top });",
@@ -82,8 +82,8 @@ func TestScripts(t *testing.T) {
 		{name: "TypeScript: types and generics", file: "x.ts", src: "interface Row { id: number }\nconst rows: Row[] = await mcp.db.rows();\nconst ids: number[] = rows.map((r: Row): number => r.id);\nfunction first<T>(xs: T[]): T | undefined { return xs[0]; }\nconst f = first<number>(ids);",
 			graph: "rows=mcp:db.rows ids=code:map[rows] f=code:computation[ids]"},
 		{name: "two branches that need each other not", src: "const a = await mcp.s.a();\nconst x = a.n * 2;\nconst y = a.m - 1;\nreturn { x, y };",
-			graph: "a=mcp:s.a x=code:multiply[a] y=code:subtract[a] result=code:expr[x,y]"},
-		{name: "a tool call as the script's result", src: "return await mcp.s.done({});", graph: "result=mcp:s.done"},
+			graph: "a=mcp:s.a x=code:multiply[a] y=code:subtract[a] return=code:expr[x,y]"},
+		{name: "a tool call as the script's result", src: "return await mcp.s.done({});", graph: "return=mcp:s.done"},
 
 		// What is refused, and where.
 		{name: "eval", src: "const a = 1;\nconst b = eval(\"a + 1\");", want: mediator.CodeUnsafeOperation, at: "2:11"},

@@ -147,6 +147,8 @@ func routeGroup(ctx context.Context, group string, env Env) error {
 		return runPrefsRevoke(ctx, sub)
 	case "workflow run":
 		return runWorkflowCmd(ctx, sub)
+	case "workflow plan":
+		return runWorkflowPlan(sub)
 	case "session set":
 		return runSessionSet(ctx, sub)
 	case "session show":

@@ -83,7 +83,7 @@ var specs = []*spec{
 		minArgs: 1, maxArgs: 1},
 	{name: "workflow run", synopsis: "[--session ID] [--level L] [--agent ID] [--yes-to-layers] [--json] FILE",
 		summary: "runs a workflow of installed agents, or an agent's script converted to its workflow first: its whole plan decided before anything runs (a task the policy would refuse refuses the workflow), one prompt for the plan's tasks that need a person (refused when stdin is not a terminal), then layer by layer; exits 1 when a task that is not safe to fail failed",
-		args: [][2]string{{"FILE", "the workflow, FILE.json: {\"id\", \"tasks\": [{\"id\", \"dependsOn\", \"run\"|\"call\"|\"mcp\"|\"code\"}]} (docs/permissions.md, \"Workflows\"); or an agent's script, FILE.ts or FILE.js, converted as `nmhost workflow plan` shows (docs/scripts.md)"}},
+		args:    [][2]string{{"FILE", "the workflow, FILE.json: {\"id\", \"tasks\": [{\"id\", \"dependsOn\", \"run\"|\"call\"|\"mcp\"|\"code\"}]} (docs/permissions.md, \"Workflows\"); or an agent's script, FILE.ts or FILE.js, converted as `nmhost workflow plan` shows (docs/scripts.md)"}},
 		examples: []string{
 			"nmhost workflow run digest.json",
 			"nmhost workflow run --yes-to-layers --json digest.json",

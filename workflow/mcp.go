@@ -113,6 +113,9 @@ func (r *runner) callTool(ctx context.Context, i int) (any, error) {
 	}
 	args := m.Args
 	if m.ArgsExpr != "" {
+		if err := purejs.CheckExpr(m.ArgsExpr, m.Vars); err != nil {
+			return nil, err
+		}
 		v, err := purejs.Run(ctx, "return ("+m.ArgsExpr+"\n);", r.jsValues(i, m.Vars), r.jsLimits())
 		if err != nil {
 			return nil, err

@@ -145,7 +145,7 @@ func prepare(ctx context.Context, s Spec, env Env) (*plan, error) {
 				return nil, noGateway(t.ID)
 			}
 			if t.MCP.ArgsExpr != "" {
-				if err := purejs.Check("return ("+t.MCP.ArgsExpr+"\n);", t.MCP.Vars); err != nil {
+				if err := purejs.CheckExpr(t.MCP.ArgsExpr, t.MCP.Vars); err != nil {
 					return nil, fmt.Errorf("task %q argsExpr: %w", t.ID, err)
 				}
 			}

@@ -281,6 +281,21 @@ func Check(body string, vars map[string]string) error {
 	return err
 }
 
+// CheckExpr parses expr as one JavaScript expression (an mcp task's
+// argsExpr): text that ends the expression to run statements after it is
+// refused. (What an expression computes is the engine's to bound, as a
+// step's body is.)
+func CheckExpr(expr string, vars map[string]string) error {
+	src := "(\n" + expr + "\n)"
+	prog, err := parser.ParseFile(nil, "expr", src, 0, parser.WithDisableSourceMaps)
+	if err == nil && len(prog.Body) == 1 {
+		if _, ok := prog.Body[0].(*ast.ExpressionStatement); ok {
+			return Check("return ("+expr+"\n);", vars)
+		}
+	}
+	return mediator.Errorf(mediator.CodeInvalidWorkflow, "argsExpr is not one JavaScript expression")
+}
+
 // wrap is the step's function as text, once proved to be exactly one
 // function expression whose body is the step's.
 func wrap(body string, names []string) (string, error) {

@@ -80,3 +80,23 @@ func TestBodyStaysInItsFunction(t *testing.T) {
 		t.Fatalf("a reserved name bound: %v", err)
 	}
 }
+
+// TestArgsExprIsOneExpression: an argsExpr that ends its expression to
+// run statements after it is refused; one expression passes.
+func TestArgsExprIsOneExpression(t *testing.T) {
+	for _, tc := range []struct {
+		expr string
+		ok   bool
+	}{
+		{"{ a: 1, b: `x${n}` }", true},
+		{"n > 1 ? { a: n } : {}", true},
+		{"1); globalThis.x = 1; (2", false},
+		{"1\n); while (true) {} (", false},
+		{"", false},
+	} {
+		err := CheckExpr(tc.expr, map[string]string{"n": "t"})
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: %v", tc.expr, err)
+		}
+	}
+}

@@ -577,9 +577,11 @@ func literal(e ast.Expression) (any, bool) {
 	case *ast.StringLiteral:
 		return e.Value.String(), true
 	case *ast.NumberLiteral:
+		// A number is JavaScript's: a double, whatever its digits (an
+		// integer past 2^53 is the double Node would send).
 		switch v := e.Value.(type) {
 		case int64:
-			return v, true
+			return float64(v), true
 		case float64:
 			return v, true
 		}
@@ -595,7 +597,7 @@ func literal(e ast.Expression) (any, bool) {
 		if n, ok := e.Operand.(*ast.NumberLiteral); ok && e.Operator == token.MINUS {
 			switch v := n.Value.(type) {
 			case int64:
-				return -v, true
+				return -float64(v), true
 			case float64:
 				return -v, true
 			}

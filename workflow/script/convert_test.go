@@ -206,6 +206,14 @@ func TestLiteralArgsAreExact(t *testing.T) {
 	if a := string(spec.Tasks[0].MCP.Args); a != `{"n":2,"sql":"SELECT 1"}` {
 		t.Fatalf("args %s", a)
 	}
+	// A number is a double, as Node sends it: past 2^53 it rounds.
+	big, err := Convert("b.js", []byte("await mcp.db.get({ id: 9007199254740993, neg: -9007199254740993, f: 1.5 });"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := string(big.Tasks[0].MCP.Args); a != `{"f":1.5,"id":9007199254740992,"neg":-9007199254740992}` {
+		t.Fatalf("args %s", a)
+	}
 	m := spec.Tasks[1].MCP
 	if m.ArgsExpr != "{ text: `n=${r.n}` }" || m.Vars["r"] != "r" || len(m.Args) != 0 || !slices.Equal(spec.Tasks[1].DependsOn, []string{"r"}) {
 		t.Fatalf("%+v deps %v", m, spec.Tasks[1].DependsOn)

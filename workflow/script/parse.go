@@ -17,10 +17,21 @@ import (
 
 // Limits on a script, checked before it is parsed.
 const (
-	MaxScriptBytes = 1 << 20
+	MaxScriptBytes = 256 << 10
 	// maxBrackets bounds how deep brackets nest in the text, so that no
 	// script can take the parser (which recurses) arbitrarily deep.
 	maxBrackets = 256
+	// maxPrefixRun bounds a run of prefix operators (!!!!x, - - x,
+	// typeof typeof x): a million of them took the parser past ten
+	// minutes, each nesting a level.
+	maxPrefixRun = 64
+	// maxArrows bounds the arrows of a script: the parser reads an arrow
+	// chain (a => a => ...) in time that grows with the cube of its depth
+	// (2,000: 62 ms; 8,000: 3.3 s).
+	maxArrows = 2000
+	// maxTernaries bounds the conditional operators (10,000 nested: under
+	// 0.2 s).
+	maxTernaries = 10_000
 )
 
 // The script is parsed as the body of an async function, as Node runs
@@ -58,8 +69,8 @@ func parse(name string, src []byte) (*source, error) {
 	if len(src) > MaxScriptBytes {
 		return nil, &Error{Line: 1, Column: 1, Err: mediator.Errorf(mediator.CodeTooLarge, "the script is %d bytes; the limit is %d", len(src), MaxScriptBytes)}
 	}
-	if line, col, ok := tooDeep(string(src)); ok {
-		return nil, &Error{Line: line, Column: col, Err: mediator.Errorf(mediator.CodeTooLarge, "brackets nest deeper than %d", maxBrackets)}
+	if line, col, what, ok := tooDeep(string(src)); ok {
+		return nil, &Error{Line: line, Column: col, Err: mediator.Errorf(mediator.CodeTooLarge, "%s", what)}
 	}
 	js := string(src)
 	mapBack := func(line, col int) (int, int) { return line, col }
@@ -160,25 +171,91 @@ func isTS(name string) bool {
 	return false
 }
 
-// tooDeep finds where brackets first nest deeper than maxBrackets. It
-// counts brackets in strings and comments too: a script that needs that
-// many is refused either way.
-func tooDeep(s string) (int, int, bool) {
-	depth, line, col := 0, 1, 0
-	for _, c := range s {
+// tooDeep finds where the text first nests deeper than the parser may be
+// taken: brackets past maxBrackets, a run of prefix operators past
+// maxPrefixRun, more arrows or conditional operators than their bounds.
+// It counts in strings and comments too: a script that needs that many
+// is refused either way.
+func tooDeep(s string) (int, int, string, bool) {
+	depth, line, col, arrows, ternaries := 0, 1, 0, 0, 0
+	for i, c := range s {
 		col++
 		switch c {
 		case '\n':
 			line, col = line+1, 0
+			continue
+		case ' ', '\t', '\r':
+			continue
 		case '(', '[', '{':
 			if depth++; depth > maxBrackets {
-				return line, col, true
+				return line, col, fmt.Sprintf("brackets nest deeper than %d", maxBrackets), true
 			}
 		case ')', ']', '}':
 			depth--
+		case '>':
+			if i > 0 && s[i-1] == '=' {
+				if arrows++; arrows > maxArrows {
+					return line, col, fmt.Sprintf("more than %d arrows", maxArrows), true
+				}
+			}
+		case '?':
+			if next := s[min(i+1, len(s)-1)]; next != '.' && next != '?' && (i == 0 || s[i-1] != '?') {
+				if ternaries++; ternaries > maxTernaries {
+					return line, col, fmt.Sprintf("more than %d conditional operators", maxTernaries), true
+				}
+			}
 		}
 	}
-	return 0, 0, false
+	if i, ok := prefixRun(s); ok {
+		line, col := lineCol(lineStarts(s), s, i)
+		return line, col, fmt.Sprintf("more than %d prefix operators in a row", maxPrefixRun), true
+	}
+	return 0, 0, "", false
+}
+
+// prefixRun finds where more than maxPrefixRun prefix operators follow
+// one another, with only spaces between them.
+func prefixRun(s string) (int, bool) {
+	run := 0
+	for i := 0; i < len(s); {
+		n := prefix(s, i)
+		if n == 0 {
+			switch s[i] {
+			case ' ', '\t', '\r', '\n':
+			default:
+				run = 0
+			}
+			i++
+			continue
+		}
+		if run++; run > maxPrefixRun {
+			return i, true
+		}
+		i += n
+	}
+	return 0, false
+}
+
+// prefix is the length of the operator that may be a prefix one at s[i]:
+// ! ~ + - or the words typeof, void, delete, await, new; 0 if none.
+func prefix(s string, i int) int {
+	switch s[i] {
+	case '!', '~', '+', '-':
+		return 1
+	}
+	if i > 0 && wordByte(s[i-1]) {
+		return 0
+	}
+	for _, w := range []string{"typeof", "void", "delete", "await", "new"} {
+		if strings.HasPrefix(s[i:], w) && (i+len(w) == len(s) || !wordByte(s[i+len(w)])) {
+			return len(w)
+		}
+	}
+	return 0
+}
+
+func wordByte(b byte) bool {
+	return b == '_' || b == '$' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
 }
 
 func lineStarts(s string) []int {

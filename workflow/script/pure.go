@@ -11,7 +11,7 @@ import (
 )
 
 // maxDepth bounds how deep expressions and statements nest.
-const maxDepth = 200
+const maxDepth = 1000
 
 // scope is one block's names; fn marks a function's outermost block.
 type scope struct {

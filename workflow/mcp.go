@@ -1,10 +1,11 @@
 package workflow
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/workflow/purejs"
@@ -52,8 +53,8 @@ func (t Task) checkJS() error {
 			return bad("has both args and argsExpr")
 		}
 		if len(m.Args) > 0 {
-			var obj map[string]json.RawMessage
-			if err := json.Unmarshal(m.Args, &obj); err != nil || obj == nil {
+			var obj map[string]jsontext.Value
+			if err := mediator.DecodeExact(m.Args, &obj); err != nil || obj == nil {
 				return bad("args must be a JSON object")
 			}
 		}
@@ -138,8 +139,10 @@ func (r *runner) callTool(ctx context.Context, i int) (any, error) {
 		return nil, mediator.Errorf(mediator.CodeTooLarge, "tool %s.%s returned %d bytes; the limit is %d", m.Server, m.Tool, len(out), maxToolResultBytes)
 	}
 	var v any
-	d := json.NewDecoder(bytes.NewReader(out))
-	if err := d.Decode(&v); err != nil {
+	// decode: a tool's result is data for the workflow's later steps, with
+	// the tool's meaning; nothing is decided from it (the gateway decided
+	// the call).
+	if err := json.Unmarshal(out, &v); err != nil {
 		return nil, mediator.Errorf(mediator.CodeUpstreamError, "tool %s.%s returned no JSON value: %v", m.Server, m.Tool, err)
 	}
 	return v, nil

@@ -37,12 +37,18 @@ type PlanStep struct {
 	Layer     int    `json:"layer"`
 	AgentID   string `json:"agentId"`
 	Operation string `json:"operation"`
-	Method    string `json:"method,omitempty"`
-	URL       string `json:"url,omitempty"`
-	Origin    string `json:"origin,omitempty"`
+	// Tool, Args and ArgsExpr are an mcp task's: server.tool and its
+	// arguments, literal or as the script computes them.
+	Tool     string          `json:"tool,omitempty"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	ArgsExpr string          `json:"argsExpr,omitempty"`
+	Method   string          `json:"method,omitempty"`
+	URL      string          `json:"url,omitempty"`
+	Origin   string          `json:"origin,omitempty"`
 	// Decision is "allowed" (the policy allows it without asking), "ask"
 	// (a person approves it: the plan's prompt or its layer's) or
-	// "deferred" (decided when its layer is reached).
+	// "deferred" (decided when its layer is reached); an mcp task is
+	// "ask", decided by the MCP gateway when its layer is reached.
 	Decision  string `json:"decision"`
 	DecidedBy string `json:"decidedBy,omitempty"`
 }
@@ -85,6 +91,18 @@ func (r *runner) decidePlan(ctx context.Context) (map[int]approval, PlanReport, 
 			step := PlanStep{Task: t.ID, Layer: n + 1}
 			var lt mediator.LayerTask
 			switch {
+			case t.MCP != nil:
+				// Decided by the MCP gateway when its layer is reached;
+				// the plan shows it, with its arguments, as needing a
+				// person.
+				step.AgentID, step.Operation, step.Tool, step.Args = t.MCP.AgentID, "mcp", t.MCP.Server+"."+t.MCP.Tool, t.MCP.Args
+				if t.MCP.ArgsExpr != "" {
+					step.ArgsExpr = t.MCP.ArgsExpr
+				}
+				step.Decision = "ask"
+				report.SideEffects = append(report.SideEffects, step)
+				hashed = append(hashed, hashedTask{Task: t.ID, Layer: n + 1, MCP: t.MCP})
+				continue
 			case t.Run != nil:
 				step.AgentID, step.Operation = t.Run.AgentID, mediator.OpAgentRun
 				lt = mediator.LayerTask{Task: t.ID, Op: mediator.Operation{Name: mediator.OpAgentRun, AgentID: t.Run.AgentID}}
@@ -187,6 +205,7 @@ type hashedTask struct {
 	Op    mediator.Operation `json:"op"`
 	Run   *RunTask           `json:"run,omitempty"`
 	Call  *CallTask          `json:"call,omitempty"`
+	MCP   *MCPTask           `json:"mcp,omitempty"`
 }
 
 // planHash is the SHA-256 of the canonical JSON of the side-effecting

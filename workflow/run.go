@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/workflow/purejs"
 )
 
 // Agents runs agents for run tasks.
@@ -35,7 +36,9 @@ type Env struct {
 	PlanPrompter mediator.PlanPrompter
 	Agents       Agents
 	Calls        Caller
-	Settings     Settings
+	// Tools makes mcp tasks' calls; nil refuses a workflow that has one.
+	Tools    ToolCaller
+	Settings Settings
 	// Events receives a task-result for each task, as it ends; it is
 	// called from the workflow's goroutines, one at a time.
 	Events func(TaskResult)
@@ -99,7 +102,7 @@ func prepare(ctx context.Context, s Spec, env Env) (*plan, error) {
 	var exprs []string
 	if env.Settings.ValidatePureCode {
 		for _, t := range s.Tasks {
-			if t.Code != nil && mediator.IsPureOperation(t.Code.Op) {
+			if t.Code != nil && t.Code.JS == "" && mediator.IsPureOperation(t.Code.Op) {
 				exprs = append(exprs, t.Code.Expr)
 			}
 		}
@@ -126,11 +129,26 @@ func prepare(ctx context.Context, s Spec, env Env) (*plan, error) {
 			if !mediator.IsPureOperation(t.Code.Op) {
 				return nil, mediator.Errorf(mediator.CodeInvalidWorkflow, "task %q: %q is not a pure operation (code:filter, code:map, ...)", t.ID, mediator.Truncate(t.Code.Op, 32))
 			}
+			if t.Code.JS != "" {
+				if err := purejs.Check(t.Code.JS, t.Code.Vars); err != nil {
+					return nil, fmt.Errorf("task %q: %w", t.ID, err)
+				}
+				continue
+			}
 			pr, err := comp(t.Code.Expr)
 			if err != nil {
 				return nil, fmt.Errorf("task %q: %w", t.ID, err)
 			}
 			p.code[i] = pr
+		case t.MCP != nil:
+			if env.Tools == nil {
+				return nil, noGateway(t.ID)
+			}
+			if t.MCP.ArgsExpr != "" {
+				if err := purejs.CheckExpr(t.MCP.ArgsExpr, t.MCP.Vars); err != nil {
+					return nil, fmt.Errorf("task %q argsExpr: %w", t.ID, err)
+				}
+			}
 		case t.Call != nil && t.Call.URLExpr != "":
 			pr, err := comp(t.Call.URLExpr)
 			if err != nil {
@@ -268,11 +286,16 @@ func (r *runner) finish(i, layer int, v any, seq int64, err error) {
 
 // layer decides and runs one layer; it reports whether it prompted.
 func (r *runner) layer(ctx context.Context, n int, layer []int) (bool, error) {
-	var todo []int
+	var todo, tools []int
 	var tasks []mediator.LayerTask
 	for _, i := range layer {
 		if d := r.failedDep(i); d != "" {
 			r.finish(i, n, nil, 0, mediator.Errorf(mediator.CodeDependencyFailed, "task %q did not succeed", d))
+			continue
+		}
+		if r.spec.Tasks[i].MCP != nil {
+			// The gateway decides and records each tool call itself.
+			tools = append(tools, i)
 			continue
 		}
 		lt, err := r.layerTask(ctx, i)
@@ -282,6 +305,19 @@ func (r *runner) layer(ctx context.Context, n int, layer []int) (bool, error) {
 		}
 		todo = append(todo, i)
 		tasks = append(tasks, lt)
+	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxParallel)
+	defer wg.Wait()
+	for _, i := range tools {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-slots }()
+			v, err := r.callTool(ctx, i)
+			r.finish(i, n, v, 0, err)
+		}(i)
 	}
 	if len(todo) == 0 {
 		return false, nil
@@ -295,8 +331,6 @@ func (r *runner) layer(ctx context.Context, n int, layer []int) (bool, error) {
 	if err != nil {
 		return prompted, err
 	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, maxParallel)
 	for k, i := range todo {
 		d := decisions[k]
 		if !d.Decision.Allowed || d.Decision.Code != mediator.CodeAllowed {
@@ -319,7 +353,6 @@ func (r *runner) layer(ctx context.Context, n int, layer []int) (bool, error) {
 			r.finish(i, n, v, seq, err)
 		}(i, tasks[k].Op, d.Seq)
 	}
-	wg.Wait()
 	return prompted, nil
 }
 
@@ -406,6 +439,9 @@ func (r *runner) depValues(i int) map[string]any {
 }
 
 func (r *runner) evalCode(ctx context.Context, i int) (any, error) {
+	if r.spec.Tasks[i].Code.JS != "" {
+		return r.evalJS(ctx, i)
+	}
 	pr := r.code[i]
 	if pr.prg == nil {
 		t := r.spec.Tasks[i]

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -23,12 +24,13 @@ type Spec struct {
 	Tasks []Task `json:"tasks"`
 }
 
-// Task is one node: exactly one of Run, Call and Code.
+// Task is one node: exactly one of Run, Call, MCP and Code.
 type Task struct {
 	ID        string    `json:"id"`
 	DependsOn []string  `json:"dependsOn,omitempty"`
 	Run       *RunTask  `json:"run,omitempty"`
 	Call      *CallTask `json:"call,omitempty"`
+	MCP       *MCPTask  `json:"mcp,omitempty"`
 	Code      *CodeStep `json:"code,omitempty"`
 	// SafeToFail says whether the task's failure leaves the workflow
 	// succeeding (its dependants still skip). Unset, a pure task (a code
@@ -67,12 +69,33 @@ type CallTask struct {
 	Title    string            `json:"title,omitempty"`
 }
 
-// CodeStep is a pure step: a CEL expression over earlier results, named by
-// its operation (code:filter, code:map, ...) so the audit trail reads
-// like the workflow.
+// CodeStep is a pure step named by its operation (code:filter, code:map,
+// ...) so the audit trail reads like the workflow: either Expr, a CEL
+// expression over earlier results, or JS, the body of a JavaScript
+// function from an agent's script (workflow/script), run with Vars bound
+// to earlier results in an engine with no host objects (workflow/purejs).
 type CodeStep struct {
 	Op   string `json:"op"`
-	Expr string `json:"expr"`
+	Expr string `json:"expr,omitempty"`
+	JS   string `json:"js,omitempty"`
+	// Vars binds the JavaScript's free names to the tasks whose results
+	// they are: name -> task id, each one of the task's dependencies.
+	Vars map[string]string `json:"vars,omitempty"`
+}
+
+// MCPTask is one call of a tool of an MCP server on behalf of an agent:
+// a side effect, which a person approves (the plan lists it so). Args
+// are the call's arguments as literal JSON (an object), shown exactly in
+// the plan; ArgsExpr, a JavaScript expression from the script over
+// earlier results (Vars), computes them instead when the layer is
+// reached.
+type MCPTask struct {
+	AgentID  string            `json:"agentId"`
+	Server   string            `json:"server"`
+	Tool     string            `json:"tool"`
+	Args     json.RawMessage   `json:"args,omitempty"`
+	ArgsExpr string            `json:"argsExpr,omitempty"`
+	Vars     map[string]string `json:"vars,omitempty"`
 }
 
 // kind is what a task does.
@@ -82,6 +105,8 @@ func (t Task) kind() string {
 		return "run"
 	case t.Call != nil:
 		return "call"
+	case t.MCP != nil:
+		return "mcp"
 	}
 	return "code"
 }
@@ -125,22 +150,25 @@ func (s Spec) Check() error {
 		}
 		index[t.ID] = i
 		n := 0
-		for _, set := range []bool{t.Run != nil, t.Call != nil, t.Code != nil} {
+		for _, set := range []bool{t.Run != nil, t.Call != nil, t.MCP != nil, t.Code != nil} {
 			if set {
 				n++
 			}
 		}
 		if n != 1 {
-			return bad("task %q must have exactly one of run, call and code", t.ID)
+			return bad("task %q must have exactly one of run, call, mcp and code", t.ID)
 		}
-		if t.Code != nil && len(t.Code.Expr) > maxExprBytes || t.Run != nil && len(t.Run.InputExpr) > maxExprBytes ||
-			t.Call != nil && len(t.Call.URLExpr) > maxExprBytes {
+		if t.Code != nil && (len(t.Code.Expr) > maxExprBytes || len(t.Code.JS) > maxExprBytes) || t.Run != nil && len(t.Run.InputExpr) > maxExprBytes ||
+			t.Call != nil && len(t.Call.URLExpr) > maxExprBytes || t.MCP != nil && len(t.MCP.ArgsExpr) > maxExprBytes {
 			return bad("task %q: an expression is longer than %d bytes", t.ID, maxExprBytes)
+		}
+		if err := t.checkJS(); err != nil {
+			return err
 		}
 		if t.Call != nil && t.Call.URL != "" && t.Call.URLExpr != "" {
 			return bad("task %q has both url and urlExpr", t.ID)
 		}
-		if t.Call != nil && t.SafeToFail != nil && *t.SafeToFail {
+		if (t.Call != nil || t.MCP != nil) && t.SafeToFail != nil && *t.SafeToFail {
 			return bad("task %q: a call has a side effect and cannot be safeToFail", t.ID)
 		}
 		if t.Code != nil && mediator.IsUnsafeOperation(t.Code.Op) {

@@ -21,9 +21,16 @@ import (
 // added or upgraded into building a table at init fails here, and so does
 // any package of ours that does more than set a few variables. Raise them
 // only with the measured cost in the commit.
+//
+// 2026-11-28, raised for agents' scripts (workflow/script, workflow/purejs):
+// goja (its parser and runtime, which links github.com/google/pprof's
+// profile package), regexp2 and esbuild (TypeScript's types stripped) add
+// 0.42 MB in 3,160 allocations (pprof 154 KB in 1,167, esbuild 123 KB in
+// 1,040, goja 49 KB in 385, regexp2 38 KB in 83, the rest in the
+// packages they share): 205 inits, 1.27 MB, 7,695 allocations.
 const (
-	maxInitBytes   = 1 << 20
-	maxInitAllocs  = 5_000
+	maxInitBytes   = 1400 << 10
+	maxInitAllocs  = 8_000
 	maxOwnBytes    = 16 << 10 // any one package of this module
 	maxOwnAllocs   = 64
 	ownPackagePath = "github.com/agentgate/nmhost/"

@@ -149,6 +149,8 @@ func routeGroup(ctx context.Context, group string, env Env) error {
 		return runPrefsRevoke(ctx, sub)
 	case "workflow run":
 		return runWorkflowCmd(ctx, sub)
+	case "workflow plan":
+		return runWorkflowPlan(sub)
 	case "session set":
 		return runSessionSet(ctx, sub)
 	case "session show":

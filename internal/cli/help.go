@@ -81,12 +81,21 @@ var specs = []*spec{
 			"nmhost inspect --json f.wasm | jq .permissionSet",
 		},
 		minArgs: 1, maxArgs: 1},
-	{name: "workflow run", synopsis: "[--session ID] [--level L] [--yes-to-layers] [--json] FILE.json",
-		summary: "runs a workflow of installed agents: its whole plan decided before anything runs (a task the policy would refuse refuses the workflow), one prompt for the plan's tasks that need a person (refused when stdin is not a terminal), then layer by layer; exits 1 when a task that is not safe to fail failed",
-		args:    [][2]string{{"FILE.json", "the workflow: {\"id\", \"tasks\": [{\"id\", \"dependsOn\", \"run\"|\"call\"|\"code\"}]} (docs/permissions.md, \"Workflows\")"}},
+	{name: "workflow run", synopsis: "[--session ID] [--level L] [--agent ID] [--yes-to-layers] [--json] FILE",
+		summary: "runs a workflow of installed agents, or an agent's script converted to its workflow first: its whole plan decided before anything runs (a task the policy would refuse refuses the workflow), one prompt for the plan's tasks that need a person (refused when stdin is not a terminal), then layer by layer; exits 1 when a task that is not safe to fail failed",
+		args:    [][2]string{{"FILE", "the workflow, FILE.json: {\"id\", \"tasks\": [{\"id\", \"dependsOn\", \"run\"|\"call\"|\"mcp\"|\"code\"}]} (docs/permissions.md, \"Workflows\"); or an agent's script, FILE.ts or FILE.js, converted as `nmhost workflow plan` shows (docs/scripts.md)"}},
 		examples: []string{
 			"nmhost workflow run digest.json",
 			"nmhost workflow run --yes-to-layers --json digest.json",
+			"nmhost workflow run --agent reporter average-age.ts",
+		},
+		minArgs: 1, maxArgs: 1},
+	{name: "workflow plan", synopsis: "[--agent ID] FILE",
+		summary: "prints the workflow an agent's script is, before anything runs, as JSON: its tasks (tool calls as mcp tasks, pure code as JavaScript steps) and its layout (layers, fused pure layers, the layers a person approves); a script the converter cannot prove is refused with its reason code, line and column; opens no data dir",
+		args:    [][2]string{{"FILE", "an agent's script, FILE.js or FILE.ts (TypeScript), or a workflow, FILE.json"}},
+		examples: []string{
+			"nmhost workflow plan average-age.ts",
+			"nmhost workflow plan average-age.ts | jq .layout.needsPerson",
 		},
 		minArgs: 1, maxArgs: 1},
 	{name: "session set", synopsis: "[--level L] ID",
@@ -188,7 +197,7 @@ var specs = []*spec{
 var groups = map[string]string{
 	"prefs":    "the remembered answers, with their scope and end",
 	"audit":    "the tamper-evident audit trail",
-	"workflow": "graphs of agent tasks, their whole plan decided before they run",
+	"workflow": "graphs of agent tasks, or agents' scripts turned into them, their whole plan decided before they run",
 	"session":  "sessions: a permission level and a workspace each",
 }
 

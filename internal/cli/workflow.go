@@ -22,9 +22,10 @@ import (
 // once on the terminal (or once per layer, with the "layer" approval
 // setting); refused when stdin is not one, unless --yes-to-layers.
 func runWorkflowCmd(ctx context.Context, env Env) error {
-	var level, session string
+	var level, session, agent string
 	var yes, jsonOutput bool
 	fs := flag.NewFlagSet("workflow run", flag.ContinueOnError)
+	fs.StringVar(&agent, "agent", "script", "a script's tool calls are made for agent `ID`")
 	fs.StringVar(&level, "level", "", "the run's permission level `L`: low, medium (default) or high; never above its session's")
 	fs.StringVar(&session, "session", "", "run in session `ID` (its level and workspace); default: a fresh session, removed when the run ends")
 	fs.BoolVar(&yes, "yes-to-layers", false, "answer the plan's prompt and every layer prompt with allow-once (for scripts; each task is still decided and recorded)")
@@ -40,7 +41,7 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	spec, parseErr := workflow.Parse(raw)
+	spec, parseErr := readWorkflow(args[0], raw, agent)
 	if parseErr != nil && !mediator.IsRefusal(mediator.CodeOf(parseErr)) {
 		return fmt.Errorf("%s: %w", args[0], parseErr)
 	}
@@ -68,7 +69,7 @@ func runWorkflowCmd(ctx context.Context, env Env) error {
 		// A refused graph (invalid, unsafe) is a refusal like any other:
 		// in the denial log, once.
 		logDenial(ctx, mediator.Denial{Code: mediator.CodeOf(parseErr), Context: mediator.DenialContext{Reason: mediator.MessageOf(parseErr),
-			Details: map[string]string{"operation": "workflow run", "decidedBy": "request:workflow"}}})
+			Details: map[string]string{"operation": "workflow run", "decidedBy": "request:" + readAs(args[0])}}})
 		return fmt.Errorf("%s: %w", args[0], parseErr)
 	}
 	rt, err := core.Runtime(ctx)

@@ -384,3 +384,44 @@ func TestMCPGatewayAsksThroughTheBrowser(t *testing.T) {
 		t.Fatalf("the prompt showed %v", shown[0])
 	}
 }
+
+// TestWorkflowScriptCallsMCPTools: an agent's script, converted to its
+// workflow, calls a reference server's tool through the core: a read
+// runs without a question and its result flows into the script's pure
+// steps; the call is on the record under the script's agent.
+func TestWorkflowScriptCallsMCPTools(t *testing.T) {
+	dir := newDataDir(t)
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"memory": map[string]any{
+		"command": testkit.MCPServer(t, "mcp-server-memory"), "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "m.jsonl")}}}})
+	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(nmhostBin, args...)
+		cmd.Env = hostEnv(dir)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	// The gateway installs the script's agent (no grant); the person grants it.
+	if out, err := run("mcp", "--agent", "reporter"); err != nil {
+		t.Fatalf("nmhost mcp: %v %s", err, out)
+	}
+	script := filepath.Join(t.TempDir(), "count.ts")
+	if err := os.WriteFile(script, []byte("const g: any = await mcp.memory.read_graph({});\nconst parts = g.content.length;\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("workflow", "run", "--agent", "reporter", script); err == nil || !strings.Contains(out, "permission_not_granted") {
+		t.Fatalf("before the grant: %v\n%s", err, out)
+	}
+	if out, err := run("grant", "reporter", "mcp.call"); err != nil {
+		t.Fatalf("grant: %v %s", err, out)
+	}
+	out, err := run("workflow", "run", "--agent", "reporter", script)
+	if err != nil || !strings.Contains(out, "parts") || !strings.Contains(out, "0 prompts") {
+		t.Fatalf("workflow run: %v\n%s", err, out)
+	}
+	trail, _ := run("audit", "tail", "-n", "20", "--json")
+	if !strings.Contains(trail, `"operation":"mcp.call"`) || !strings.Contains(trail, `"agentId":"reporter"`) {
+		t.Fatalf("the trail lacks the tool call:\n%s", trail)
+	}
+}

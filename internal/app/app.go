@@ -204,6 +204,9 @@ func (a *App) Runs(d runs.Deps) runs.Deps {
 // Flows is h with this App's store, for a workflow's runs.
 func (a *App) Flows(h *flows.Host) *flows.Host {
 	h.Store = a.st
+	if h.Tools == nil && h.Policy != nil {
+		h.Tools = workflowTools{a: a, auth: h.Policy}
+	}
 	return h
 }
 

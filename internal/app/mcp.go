@@ -199,3 +199,20 @@ func isObject(b json.RawMessage) bool {
 	i := slices.IndexFunc(b, func(c byte) bool { return c != ' ' && c != '\t' && c != '\n' && c != '\r' })
 	return i >= 0 && b[i] == '{' && json.Valid(b)
 }
+
+// workflowTools makes a workflow's mcp tasks' calls through CallTool,
+// each decided by the workflow's policy (a prompt per call that needs
+// one: the plan lists the task as one that asks).
+type workflowTools struct {
+	a    *App
+	auth mediator.Authorizer
+}
+
+// CallTool implements workflow.ToolCaller.
+func (w workflowTools) CallTool(ctx context.Context, agentID, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+	res, err := w.a.CallTool(ctx, w.auth, ToolCallRequest{AgentID: agentID, Server: server, Tool: tool, Args: args})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}

@@ -30,6 +30,9 @@ type Host struct {
 	Browser func(agentID string) wasmhost.Browser
 	// LogDenial records what the runtime refuses at link time.
 	LogDenial func(ctx context.Context, d mediator.Denial)
+	// Tools makes mcp tasks' calls (the core's, set by App.Flows); nil
+	// refuses a workflow that has one.
+	Tools workflow.ToolCaller
 	// SessionLevel and Workspace are the level the workflow's runs get
 	// and its session's workspace (store.RunSession and OpenWorkspace):
 	// every agent task works in that one workspace, within its one quota,
@@ -47,7 +50,7 @@ const MaxValueBytes = 1 << 20
 
 // Env is the workflow environment over h, with the data dir's settings.
 func (h *Host) Env(settings workflow.Settings, lp mediator.LayerPrompter, events func(workflow.TaskResult)) workflow.Env {
-	env := workflow.Env{Policy: h.Policy, Prompter: lp, Agents: agents{h}, Calls: calls{h}, Settings: settings, Events: events}
+	env := workflow.Env{Policy: h.Policy, Prompter: lp, Agents: agents{h}, Calls: calls{h}, Tools: h.Tools, Settings: settings, Events: events}
 	if pp, ok := lp.(mediator.PlanPrompter); ok {
 		env.PlanPrompter = pp
 	}

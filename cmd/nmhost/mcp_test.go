@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +14,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -423,5 +426,79 @@ func TestWorkflowScriptCallsMCPTools(t *testing.T) {
 	trail, _ := run("audit", "tail", "-n", "20", "--json")
 	if !strings.Contains(trail, `"operation":"mcp.call"`) || !strings.Contains(trail, `"agentId":"reporter"`) {
 		t.Fatalf("the trail lacks the tool call:\n%s", trail)
+	}
+}
+
+// TestWSRunAsksThroughTheBrowser: a /ws run of `nmhost serve` asks the
+// person in the browser for a call that needs them (a POST): denied
+// there, the canary gets nothing; allowed, it gets the request.
+func TestWSRunAsksThroughTheBrowser(t *testing.T) {
+	var hits atomic.Int64
+	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer canary.Close()
+	dir := newDataDir(t)
+	hostport := strings.TrimPrefix(canary.URL, "http://")
+	module := assemble([]wasmCall{{"fetch", []string{`{"url":"` + canary.URL + `/p","method":"POST","body":"x"}`}}})
+	host := start(t, dir)
+	if r := call(t, host.Client, "install-agent", map[string]any{"module": base64.StdEncoding.EncodeToString(module), "profile": map[string]any{
+		"agentId": "poster", "permissions": map[string]any{"required": []string{"network.fetch"}},
+		"capabilities": map[string]any{"networkAccess": true, "allowedHosts": []string{hostport}}}}); !r.Success {
+		t.Fatalf("install: %+v", r)
+	}
+	var mu sync.Mutex
+	answers := []string{"deny", "allow-once"}
+	prompts := 0
+	host.SetHostHandler(func(typ string, msg json.RawMessage) map[string]any {
+		if typ != "prompt" {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		prompts++
+		a := answers[0]
+		answers = answers[1:]
+		return map[string]any{"answer": a}
+	})
+	c := dialServeWS(t, dir)
+	run := func(id string) string {
+		t.Helper()
+		if err := c.WriteJSON(map[string]any{"type": "run", "runId": id, "agentId": "poster"}); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(60 * time.Second))
+		code := ""
+		for {
+			var msg struct {
+				Type   string
+				RunID  string
+				Denial *struct{ Code string }
+				Error  string
+			}
+			if err := c.ReadJSON(&msg); err != nil {
+				t.Fatal(err)
+			}
+			if msg.RunID != id {
+				continue // not this run's: the hello, the live feed of the denial log
+			}
+			switch msg.Type {
+			case "denial":
+				code = msg.Denial.Code
+			case "result":
+				return code
+			case "error":
+				t.Fatal(msg.Error)
+			}
+		}
+	}
+	if code := run("r1"); code != "user_denied" || hits.Load() != 0 {
+		t.Fatalf("denied in the browser: denial %q, canary hit %d times", code, hits.Load())
+	}
+	if code := run("r2"); code != "" || hits.Load() != 1 {
+		t.Fatalf("allowed in the browser: denial %q, canary hit %d times", code, hits.Load())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if prompts != 2 {
+		t.Fatalf("%d prompts in the browser; want 2", prompts)
 	}
 }

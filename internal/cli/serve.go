@@ -70,15 +70,16 @@ func runServe(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	// The viewer's gateway runs agents with nobody to ask: the core's
-	// policy with no prompter denies what needs a person.
+	// The viewer's gateway has no prompt window of its own: what needs a
+	// person is relayed to a browser with the extension (app.RelayPrompter),
+	// and refused with confirmation_required when none takes it.
 	core, err := app.Open(dir, app.Options{AdminPolicyPath: adminPolicyPath(), Door: app.Door{Layer: "gateway"}})
 	if err != nil {
 		return err
 	}
 	defer core.Close(context.WithoutCancel(ctx))
 	cfg := core.Config()
-	policy := core.Policy(mediator.PolicyOptions{})
+	policy := core.Policy(mediator.PolicyOptions{Prompter: core.RelayPrompter()})
 	fetch, err := core.FetchService(policy, func(ctx context.Context, d mediator.Denial) { core.LogDenial(ctx, "gateway", d) })
 	if err != nil {
 		return err

@@ -78,6 +78,9 @@ type ToolCallRequest struct {
 	// Workflow, Layer and Task place the call in a workflow.
 	Workflow, Task string
 	Layer          int
+	// Progress, when set, receives the server's progress notifications
+	// about the call.
+	Progress mcpgw.Progress
 }
 
 // ToolOperation is the operation a call of t with args is decided as:
@@ -148,9 +151,9 @@ func (a *App) PrepareToolCall(ctx context.Context, req ToolCallRequest) (Prepare
 	if err != nil {
 		return PreparedCall{}, a.refusedTool(ctx, req, err)
 	}
-	args := req.Args
+	args, progress := req.Args, req.Progress
 	return PreparedCall{Op: ToolOperation(gw, t, req), Call: func(ctx context.Context) (*mcp.CallToolResult, error) {
-		return gw.Call(ctx, t, args)
+		return gw.Call(ctx, t, args, progress)
 	}}, nil
 }
 

@@ -124,7 +124,7 @@ func (s *Server) refresh(ctx context.Context, server string) {
 		}
 		tool := t.Def.Name
 		s.srv.AddTool(&def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return s.call(ctx, server, tool, req.Params.Arguments), nil
+			return s.call(ctx, server, tool, req.Params.Arguments, progressTo(ctx, req)), nil
 		})
 		names = append(names, name)
 	}
@@ -134,9 +134,9 @@ func (s *Server) refresh(ctx context.Context, server string) {
 // call makes one call through the core. A refusal is a tool result with
 // isError and the reason code, not a protocol error: the client (often a
 // model) reads why and what would fix it.
-func (s *Server) call(ctx context.Context, server, tool string, args json.RawMessage) *mcp.CallToolResult {
+func (s *Server) call(ctx context.Context, server, tool string, args json.RawMessage, progress mcpgw.Progress) *mcp.CallToolResult {
 	res, err := s.o.Core.CallTool(ctx, s.auth, app.ToolCallRequest{AgentID: s.o.Agent, Server: server, Tool: tool, Args: args,
-		SessionID: s.o.SessionID, SessionLevel: s.o.SessionLevel})
+		SessionID: s.o.SessionID, SessionLevel: s.o.SessionLevel, Progress: progress})
 	if err != nil {
 		code := mediator.CodeOf(err)
 		return &mcp.CallToolResult{IsError: true, Meta: mcp.Meta{"nmhost/code": string(code)},
@@ -160,4 +160,17 @@ func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+}
+
+// progressTo passes a server's progress about a call on to the client
+// that made it, under the client's own token; nil when the client asked
+// for none.
+func progressTo(ctx context.Context, req *mcp.CallToolRequest) mcpgw.Progress {
+	tok := req.Params.GetProgressToken()
+	if tok == nil || req.Session == nil {
+		return nil
+	}
+	return func(p *mcp.ProgressNotificationParams) {
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message})
+	}
 }

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -69,7 +72,17 @@ type Gateway struct {
 	mu       sync.Mutex
 	ups      map[string]*upstream
 	watchers []func(server string)
+
+	// progress routes a server's progress notifications to the call
+	// they are about, by the gateway's own token for that call: a
+	// client's token is never sent upstream, so two clients' tokens
+	// cannot meet.
+	progress sync.Map // string -> func(*mcp.ProgressNotificationParams)
+	nextTok  atomic.Int64
 }
+
+// Progress receives a server's progress notifications about one call.
+type Progress func(*mcp.ProgressNotificationParams)
 
 // New returns a gateway over cfg; dir, when set, is the data directory,
 // where the definitions last listed are kept (SeenFile).
@@ -145,12 +158,18 @@ func (g *Gateway) Tool(ctx context.Context, server, name string) (Tool, error) {
 // Call calls t with args (a JSON object, as sent), within the server's
 // timeout, and returns the result as the server gave it, if it is within
 // MaxResultBytes.
-func (g *Gateway) Call(ctx context.Context, t Tool, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (g *Gateway) Call(ctx context.Context, t Tool, args json.RawMessage, onProgress Progress) (*mcp.CallToolResult, error) {
 	u, err := g.upstream(t.Server)
 	if err != nil {
 		return nil, err
 	}
-	return u.call(ctx, t.Def.Name, args)
+	var tok string
+	if onProgress != nil {
+		tok = "nmhost-" + strconv.FormatInt(g.nextTok.Add(1), 10)
+		g.progress.Store(tok, onProgress)
+		defer g.progress.Delete(tok)
+	}
+	return u.call(ctx, t.Def.Name, args, tok)
 }
 
 // Close ends every connection and every server process the gateway
@@ -197,6 +216,12 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, *connection
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "nmhost-gateway", Version: "1"}, &mcp.ClientOptions{
 		Capabilities: &mcp.ClientCapabilities{}, // no roots, sampling or elicitation: the gateway offers nothing back
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			tok, _ := req.Params.ProgressToken.(string)
+			if f, ok := u.g.progress.Load(tok); ok && strings.HasPrefix(tok, "nmhost-") {
+				f.(Progress)(req.Params)
+			}
+		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			u.mu.Lock()
 			u.listed = nil
@@ -343,7 +368,7 @@ func take(server string, raw []*mcp.Tool) Listed {
 	return l
 }
 
-func (u *upstream) call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (u *upstream) call(ctx context.Context, tool string, args json.RawMessage, progressToken string) (*mcp.CallToolResult, error) {
 	sess, conn, err := u.session(ctx)
 	if err != nil {
 		return nil, err
@@ -353,7 +378,11 @@ func (u *upstream) call(ctx context.Context, tool string, args json.RawMessage) 
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	res, err := sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if progressToken != "" {
+		params.SetProgressToken(progressToken)
+	}
+	res, err := sess.CallTool(cctx, params)
 	if err != nil {
 		var rpcErr *jsonrpc.Error
 		if errors.As(err, &rpcErr) && conn.alive() && cctx.Err() == nil {

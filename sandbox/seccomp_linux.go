@@ -38,10 +38,15 @@ var Blocked = []string{
 var namespaceFlags = []uint64{unix.CLONE_NEWNS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC,
 	unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET, unix.CLONE_NEWTIME}
 
-// sockRaw matches SOCK_RAW in socket's type argument, whatever flags
-// (SOCK_NONBLOCK, SOCK_CLOEXEC) ride along: no other socket type has
-// both low bits set.
-const sockRaw = unix.SOCK_RAW
+// sockRaw matches SOCK_RAW (3) in socket's type argument, whatever
+// flags (SOCK_NONBLOCK, SOCK_CLOEXEC) ride along: the type is the low
+// four bits, and the library's BitsSet means "any of these bits", so the
+// type is checked as bit 0 set, bit 1 set, bits 2 and 3 clear.
+var sockRaw = seccomp.ArgumentConditions{
+	{Argument: 1, Operation: seccomp.BitsSet, Value: 1},
+	{Argument: 1, Operation: seccomp.BitsSet, Value: 2},
+	{Argument: 1, Operation: seccomp.BitsNotSet, Value: 0xc},
+}
 
 // FilterSyscalls is the filter's policy for the running architecture:
 // Blocked and clone with a namespace flag refused with EPERM; socket of
@@ -67,7 +72,7 @@ func FilterSyscalls() (seccomp.Policy, *arch.Info, error) {
 	}
 	withArgs = append(withArgs,
 		seccomp.NameWithConditions{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_PACKET}}},
-		seccomp.NameWithConditions{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 1, Operation: seccomp.BitsSet, Value: sockRaw}}},
+		seccomp.NameWithConditions{Name: "socket", Conditions: sockRaw},
 	)
 	p := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{
 		{Names: names, Action: seccomp.ActionErrno},

@@ -257,7 +257,8 @@ func memFile(name string, b []byte) (*os.File, error) {
 // is not on one nobody may walk. The directories stay empty in the
 // host's own mount namespace; the binds exist only in the stage's.
 func staged(b *binds) (dir string, stage []string, err error) {
-	dir, err = os.MkdirTemp("", "nmhost-sandbox-")
+	// In /tmp, not $TMPDIR, which may be a directory nobody cannot walk.
+	dir, err = os.MkdirTemp("/tmp", "nmhost-sandbox-")
 	if err != nil {
 		return "", nil, err
 	}

@@ -276,6 +276,7 @@ func refusalScenarios() []codeScenario {
 			p := mediator.NewPolicy(w.h.st, mediator.PolicyOptions{Prompter: silentPrompter{}, PromptTimeout: time.Millisecond})
 			p.Authorize(context.Background(), mediator.Operation{AgentID: "reader", Name: mediator.OpNetworkFetch, Method: "POST", URL: w.web.URL + "/ok", TextLength: 1})
 		}},
+		{code: mediator.CodeSandboxUnavailable, hostNever: "only the person's shell (nmhost shell) runs programs, at a high session; without bubblewrap it refuses one with it, in the audit trail and the denial log (cmd/nmhost shell_program.txtar)"},
 		{code: mediator.CodeNoBrowser, hostNever: "host mode always has its extension attached; only `nmhost run` without --page and a workflow with no browser return it (cmd/nmhost run.txtar)"},
 		{code: mediator.CodeConfirmRequired, hostNever: "host mode always has a prompter (the extension); only `nmhost run` with no terminal returns it"},
 		{code: mediator.CodeUnauthorized, hostNever: "the viewer's answer to a request without its token, before any agent or caller is known; the native host has no such request"},

@@ -222,11 +222,11 @@ func exitCode(r io.Reader) int {
 	code := -1
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		var s struct {
-			ExitCode *int `json:"exit-code"`
-		}
-		if json.Unmarshal(sc.Bytes(), &s) == nil && s.ExitCode != nil {
-			code = *s.ExitCode
+		// bwrap's own member names ("exit-code"), read by name.
+		var s map[string]json.RawMessage
+		var n int
+		if json.Unmarshal(sc.Bytes(), &s) == nil && s["exit-code"] != nil && json.Unmarshal(s["exit-code"], &n) == nil {
+			code = n
 		}
 	}
 	return code

@@ -109,3 +109,34 @@ func sandboxUser() string {
 	}
 	return strconv.Itoa(os.Getuid())
 }
+
+// TestASetuidBinaryGivesNothing: a setuid-root program the sandbox can
+// see runs as the sandbox's user (no new privileges, nosuid mounts). As
+// root the test makes one; otherwise it checks that every mount the
+// program sees is nosuid, which is what makes any setuid file inert.
+func TestASetuidBinaryGivesNothing(t *testing.T) {
+	ws := workspaceWithHostile(t)
+	res := run(t, Config{Workspace: ws}, "sh", "-c", "awk '{print $6}' /proc/self/mountinfo | grep -vc nosuid")
+	if strings.TrimSpace(string(res.Output)) != "0" {
+		t.Fatalf("%s mounts without nosuid", res.Output)
+	}
+	if os.Getuid() != 0 {
+		return
+	}
+	dir, _ := canary(t)
+	b, err := os.ReadFile(filepath.Join(ws, "hostile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	suid := filepath.Join(dir, "suid")
+	if err := os.WriteFile(suid, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(suid, 0o4755); err != nil {
+		t.Fatal(err)
+	}
+	res = run(t, Config{Workspace: ws}, suid, "euid")
+	if string(res.Output) != sandboxUser()+"\n" {
+		t.Fatalf("the setuid-root program ran as %q", res.Output)
+	}
+}

@@ -3,12 +3,18 @@ package shell
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentgate/nmhost/mediator"
+	"github.com/agentgate/nmhost/sandbox"
 )
 
 // programDecisions keeps every decision of a shell, in order.
@@ -99,4 +105,92 @@ func TestWithoutTheSandboxNoProgramRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHostileProgramsAreDecidedBoundedAndRecorded: hostile programs run
+// through a high shell are each decided before they run and leave their
+// outcome on record, end contained (the canary file and server
+// untouched) and bounded, and leave no process behind.
+func TestHostileProgramsAreDecidedBoundedAndRecorded(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	dir, err := os.MkdirTemp("/var/tmp", "nmhost-shell-canary-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o777)
+	canary := filepath.Join(dir, "canary")
+	if err := os.WriteFile(canary, []byte("canary"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(canary, 0o666)
+	marker := fmt.Sprintf("%d.%d", 5000+os.Getpid()%1000, time.Now().UnixNano()%1e6)
+	for _, tc := range []struct {
+		name, line string
+		outcome    mediator.Code
+	}{
+		{"write outside through a symlink", "sh -c 'ln -s " + canary + " l && echo x > l'", mediator.CodeExitNonZero},
+		{"a hard link to a file outside", "ln " + canary + " hl", mediator.CodeExitNonZero},
+		{"connect to another loopback port", "curl -sS --max-time 5 " + srv.URL, mediator.CodeExitNonZero},
+		{"10 GiB of output", "sh -c 'head -c 10G /dev/zero'", mediator.CodeTooLarge},
+		{"a daemon outliving the run", "sh -c 'setsid sleep " + marker + " >/dev/null 2>&1 & echo started'", ""},
+		// The bombs stop at the process limit; the shell either dies of
+		// "Cannot fork" or sleeps until the run's time is up, and the
+		// bombs end with the run either way.
+		{"a fork bomb", "sh -c 'b() { b | b & }; b; sleep 30 # " + marker + "'", mediator.CodeTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			var log []string
+			decide := func(_ context.Context, step mediator.ShellStep) (func(error), error) {
+				d := mediator.DecideShell("high", step)
+				log = append(log, "decided "+step.Command+" "+string(d.Code))
+				if !d.Allowed {
+					return nil, d.Err()
+				}
+				return func(err error) { log = append(log, "ran "+step.Command+" "+string(mediator.CodeOf(err))) }, nil
+			}
+			sh := &Shell{WS: f.ws, Decide: decide, Programs: &Programs{Limits: sandbox.Limits{Processes: 48, Wall: 3 * time.Second}}}
+			start := time.Now()
+			err := sh.Run(context.Background(), tc.line, &bytes.Buffer{})
+			if tc.outcome == mediator.CodeTimeout && mediator.CodeOf(err) == mediator.CodeExitNonZero {
+				tc.outcome = mediator.CodeExitNonZero // the bomb's shell died of its limit first
+			}
+			if mediator.CodeOf(err) != tc.outcome && !(tc.outcome == "" && err == nil) {
+				t.Fatalf("err %v; want %s", err, tc.outcome)
+			}
+			name := strings.Fields(tc.line)[0]
+			if want := []string{"decided " + name + " allowed", "ran " + name + " " + string(tc.outcome)}; strings.Join(log, "|") != strings.Join(want, "|") {
+				t.Fatalf("on record %q; want %q", log, want)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Fatalf("took %v", d)
+			}
+			if b, err := os.ReadFile(canary); err != nil || string(b) != "canary" {
+				t.Fatalf("the canary is %q (%v)", b, err)
+			}
+			if hits.Load() != 0 {
+				t.Fatal("the canary server was reached")
+			}
+			if left := sandboxLeftovers(marker); len(left) != 0 {
+				t.Fatalf("outlived the run: %q", left)
+			}
+		})
+	}
+}
+
+// sandboxLeftovers are the host's processes whose command line holds
+// marker.
+func sandboxLeftovers(marker string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), marker) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }

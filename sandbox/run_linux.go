@@ -309,6 +309,13 @@ func chownTree(dir string, uid, gid int) error {
 			}
 			return err
 		}
+		// An entry that is the user's already is left as it is: a chown
+		// writes the inode even when nothing changes.
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
+				return nil
+			}
+		}
 		return root.Lchown(p, uid, gid)
 	})
 }

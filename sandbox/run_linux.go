@@ -155,7 +155,9 @@ func Run(ctx context.Context, cfg Config, argv []string) (Result, error) {
 		return Result{}, mediator.Errorf(mediator.CodeSandboxUnavailable, "sandbox: starting bwrap: %v", err)
 	}
 	status := make(chan int, 1)
-	go func() { status <- exitCode(statusR) }()
+	init := &nsInit{fd: -1}
+	defer init.close()
+	go func() { status <- exitCode(statusR, init) }()
 
 	var res Result
 	read := make(chan []byte, 1)
@@ -174,9 +176,7 @@ func Run(ctx context.Context, cfg Config, argv []string) (Result, error) {
 		res.TimedOut = true
 	}
 	if res.TimedOut || len(got) > l.Output {
-		// Killing bwrap kills the sandbox's init (--die-with-parent),
-		// and the kernel then kills every process of its PID namespace.
-		_ = cmd.Process.Kill()
+		init.kill(cmd.Process)
 	}
 	if got == nil {
 		out.Close() // the reader stops; nothing it read is kept
@@ -188,7 +188,11 @@ func Run(ctx context.Context, cfg Config, argv []string) (Result, error) {
 	}
 	res.Output = got
 	werr := cmd.Wait()
-	code := <-status
+	code := <-status // after bwrap's last report, the init's PID among it
+	// bwrap returns as soon as the program has, and its init (PID 1 of
+	// the sandbox) dies after it, of its parent-death signal, taking the
+	// program's daemons along: the run ends once that has happened.
+	init.end()
 	switch {
 	case res.TimedOut || res.OutputCut:
 		res.Exit = -1
@@ -215,17 +219,25 @@ func environment(proxy bool) [][2]string {
 	return env
 }
 
-// exitCode reads bwrap's --json-status-fd until it ends: the program's
-// exit status, or -1 when bwrap reported none (it failed to make the
-// sandbox, or was killed).
-func exitCode(r io.Reader) int {
+// exitCode reads bwrap's --json-status-fd until it ends: it stores the
+// sandbox init's PID (in the host's PID namespace) as soon as bwrap
+// reports it, and returns the program's exit status, or -1 when bwrap
+// reported none (it failed to make the sandbox, or was killed).
+func exitCode(r io.Reader, init *nsInit) int {
 	code := -1
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		// bwrap's own member names ("exit-code"), read by name.
+		// bwrap's own member names ("child-pid", "exit-code"), read by
+		// name.
 		var s map[string]json.RawMessage
+		if json.Unmarshal(sc.Bytes(), &s) != nil {
+			continue
+		}
 		var n int
-		if json.Unmarshal(sc.Bytes(), &s) == nil && s["exit-code"] != nil && json.Unmarshal(s["exit-code"], &n) == nil {
+		if s["child-pid"] != nil && json.Unmarshal(s["child-pid"], &n) == nil && n > 0 {
+			init.open(n)
+		}
+		if s["exit-code"] != nil && json.Unmarshal(s["exit-code"], &n) == nil {
 			code = n
 		}
 	}

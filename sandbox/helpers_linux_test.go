@@ -10,12 +10,25 @@ import (
 	"testing"
 )
 
+// TestMain removes what hostileBin built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if hostileDir != "" {
+		os.RemoveAll(hostileDir)
+	}
+	os.Exit(code)
+}
+
+// hostileDir holds hostileBin's build, once it was made.
+var hostileDir string
+
 // hostileBin is testdata/hostile built once for the test binary.
 var hostileBin = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "nmhost-hostile-")
 	if err != nil {
 		return "", err
 	}
+	hostileDir = dir
 	out := filepath.Join(dir, "hostile")
 	cmd := exec.Command("go", "build", "-o", out, "./testdata/hostile")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -7,6 +7,7 @@ require (
 	github.com/chromedp/cdproto v0.159.2
 	github.com/chromedp/chromedp v0.23.0
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
+	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/evanw/esbuild v0.28.2
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
 	github.com/go-sourcemap/sourcemap v2.1.3+incompatible

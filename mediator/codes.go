@@ -110,6 +110,10 @@ const (
 	CodeQuotaExceeded   Code = "quota_exceeded"    // the workspace's byte or file quota would be passed
 	CodeNotFound        Code = "not_found"         // no such file or directory in the workspace
 	CodeShellNotAllowed Code = "shell_not_allowed" // shell syntax or a command the shell does not run (expansions, substitutions, an unknown command)
+	// CodeSandboxUnavailable: a program of the system was to run (a high
+	// session's command that is not built in) and this host has no
+	// sandbox for it: not Linux, no bubblewrap, or user namespaces off.
+	CodeSandboxUnavailable Code = "sandbox_unavailable"
 
 	// Sessions and the local viewer.
 	CodeUnknownSession Code = "unknown_session"

@@ -93,6 +93,18 @@ func TestSessionMatrix(t *testing.T) {
 		{"many inside paths are fine", SetTrusted, both, LevelHigh, shell(ShellStep{Command: "rm", Writes: true, Paths: make([]string, 40)}), CodeAllowed, "class:ALWAYS_SAFE"},
 		{"a step on another operation", SetTrusted, both, LevelHigh, Operation{Name: OpMemorySearch, Shell: &ShellStep{Command: "ls"}}, CodeBadRequest, "class:ALWAYS_SAFE"},
 
+		// Programs: at high in the sandbox, without asking (a granted
+		// operation that needs confirmation); below high, or without a
+		// sandbox, refused before anything else.
+		{"a program at high", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "git", Program: true, Sandboxed: true}), CodeAllowed, "level:high"},
+		{"a program at medium", SetFilesystem, both, LevelMedium, shell(ShellStep{Command: "git", Program: true, Sandboxed: true}), CodeShellNotAllowed, "shell:git"},
+		{"a program at low", SetFilesystem, both, LevelLow, shell(ShellStep{Command: "git", Program: true, Sandboxed: true}), CodeShellNotAllowed, "shell:git"},
+		{"a program without a sandbox", SetFilesystem, both, LevelHigh, shell(ShellStep{Command: "git", Program: true}), CodeSandboxUnavailable, "shell:git"},
+		{"a program without workspace.write", SetTrusted, readOnly, LevelHigh, shell(ShellStep{Command: "git", Program: true, Sandboxed: true}), CodePermissionNotGranted, "grant:workspace.write"},
+		{"a program under readonly", SetReadonly, both, LevelHigh, shell(ShellStep{Command: "git", Program: true, Sandboxed: true}), CodePermissionOutsideSet, "set:readonly"},
+		{"a built-in's step on the program operation", SetTrusted, both, LevelHigh, Operation{Name: OpShellProgram, Shell: &ShellStep{Command: "ls"}}, CodeBadRequest, "shell:program"},
+		{"a program's step on a built-in's operation", SetTrusted, both, LevelHigh, Operation{Name: "shell.ls", Shell: &ShellStep{Command: "ls", Program: true, Sandboxed: true}}, CodeBadRequest, "shell:ls"},
+
 		// The workspace is a grant the person saw: the set alone, however
 		// large, reaches nothing.
 		{"ls without workspace.read", SetTrusted, []Permission{PermShell}, LevelHigh, shell(ShellStep{Command: "ls"}), CodePermissionNotGranted, "grant:workspace.read"},

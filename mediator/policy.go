@@ -203,6 +203,14 @@ func (p *Policy) decide(ctx context.Context, op Operation, audit *AuditRequest) 
 	if cmd, isShell := strings.CutPrefix(op.Name, OpShellPrefix); !known && isShell {
 		return denied(AlwaysConfirm, CodeShellNotAllowed, "shell:"+Truncate(cmd, 32), DecideShell(op.SessionLevel, ShellStep{Command: cmd}).Reason)
 	}
+	if op.Name == OpShellProgram && op.Shell != nil {
+		// A program is refused by the session matrix before anything
+		// else, as a command outside the shell is: shell_not_allowed
+		// below high, sandbox_unavailable where there is no sandbox.
+		if d := DecideShell(op.SessionLevel, *op.Shell); !d.Allowed {
+			return denied(AlwaysConfirm, d.Code, "shell:"+Truncate(op.Shell.Command, 32), d.Reason)
+		}
+	}
 	if !known {
 		return denied(AlwaysConfirm, CodeUnknownPermission, "class:"+string(AlwaysConfirm),
 			fmt.Sprintf("operation %q is not known", Truncate(op.Name, 64)))

@@ -97,7 +97,10 @@ func shellDenial(op Operation, rule OperationRule, level string) (PolicyDecision
 		}
 		return PolicyDecision{}, true
 	}
-	if op.Shell == nil || op.Shell.Command != cmd {
+	if op.Shell != nil && op.Shell.Program != (rule.Name == OpShellProgram) {
+		return denied(rule.Class, CodeBadRequest, "shell:"+cmd, fmt.Sprintf("%s must carry a program's step, and only it may", op.Name)), false
+	}
+	if op.Shell == nil || op.Shell.Command != cmd && !op.Shell.Program {
 		return denied(rule.Class, CodeBadRequest, "shell:"+cmd, fmt.Sprintf("%s must carry its own command's step", op.Name)), false
 	}
 	if op.Shell.ReadsOutside && !outsidePathsWhole(*op.Shell) {

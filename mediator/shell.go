@@ -48,9 +48,26 @@ type ShellStep struct {
 	// after pattern expansion (each truncated; at most MaxShellPaths): the
 	// audit trail's targets. Never the text echo writes.
 	Paths []string `json:"paths,omitempty"`
+	// Program: the command is not built in; at a high session it runs
+	// as a program of the system in the sandbox (package sandbox), below
+	// it is shell_not_allowed. Its operation is OpShellProgram.
+	Program bool `json:"program,omitempty"`
+	// Argv is a program's command line as it runs (each word truncated;
+	// at most MaxShellPaths words), and Dir its working directory in the
+	// workspace: the audit trail's record of what ran.
+	Argv []string `json:"argv,omitempty"`
+	Dir  string   `json:"dir,omitempty"`
+	// Sandboxed: this host can run a program in the sandbox
+	// (sandbox.Available); without it a program is
+	// sandbox_unavailable, at every level that could run one.
+	Sandboxed bool `json:"sandboxed,omitempty"`
 	// trimmed: ShellOp cut Paths to fit the audit trail.
 	trimmed bool
 }
+
+// OpShellProgram is the operation of a program run from the shell: one
+// rule for every program, whose step names it (ShellStep.Argv).
+const OpShellProgram = OpShellPrefix + "program"
 
 // MaxShellPaths bounds the paths a shell step records; a longer list
 // ends with "...".
@@ -70,7 +87,19 @@ func ShellOp(agentID, level string, s ShellStep) Operation {
 		s.trimmed = s.trimmed || paths[i] != p
 	}
 	s.Paths = paths
-	return Operation{AgentID: agentID, Permission: PermShell, Name: OpShellPrefix + s.Command, SessionLevel: level, Shell: &s}
+	if len(s.Argv) > MaxShellPaths {
+		s.Argv = append(s.Argv[:MaxShellPaths:MaxShellPaths], "...")
+	}
+	argv := make([]string, len(s.Argv))
+	for i, a := range s.Argv {
+		argv[i] = Truncate(a, MaxShellPathBytes)
+	}
+	s.Argv = argv
+	name := OpShellPrefix + s.Command
+	if s.Program {
+		name = OpShellProgram
+	}
+	return Operation{AgentID: agentID, Permission: PermShell, Name: name, SessionLevel: level, Shell: &s}
 }
 
 // MaxShellPathBytes bounds one recorded path.
@@ -117,6 +146,12 @@ func shellRules() []OperationRule {
 		}
 		out = append(out, r)
 	}
+	// A program may change any file of the workspace and reach allowed
+	// hosts through the run's proxy, whose every connection is decided
+	// on its own; it runs at a high session only (DecideShell), where
+	// a granted operation that needs confirmation runs without asking.
+	out = append(out, OperationRule{Name: OpShellProgram, Permission: PermShell, Class: RequiresConfirmation,
+		Workspace: WorkspaceReadWrite, Destructive: true, Why: "runs a program of the system in the sandbox"})
 	return out
 }
 
@@ -125,7 +160,8 @@ func shellRules() []OperationRule {
 //	low:    file operations inside the workspace
 //	medium: low + information commands (wc, grep, find, pwd)
 //	high:   medium + reading outside the workspace, and copying an outside
-//	        file in (cp /outside/file name)
+//	        file in (cp /outside/file name), and programs of the system
+//	        in the sandbox (sandbox_unavailable where there is none)
 //
 // Writing outside the workspace is denied at every level
 // (path_not_allowed); a command outside the set is shell_not_allowed; a
@@ -136,6 +172,12 @@ func DecideShell(level string, s ShellStep) Decision {
 		return Deny(CodeInvalidLevel, MessageOf(err))
 	}
 	cmd, ok := shellCommands[s.Command]
+	if !ok && s.Program && lvl == LevelHigh {
+		if !s.Sandboxed {
+			return Deny(CodeSandboxUnavailable, fmt.Sprintf("%q is a program, and programs run only in the sandbox, which this host does not have (bubblewrap on Linux)", Truncate(s.Command, 32)))
+		}
+		return Allow(fmt.Sprintf("%s runs as a program in the sandbox at level high", Truncate(s.Command, 32)))
+	}
 	if !ok {
 		return Deny(CodeShellNotAllowed, fmt.Sprintf("%q is not a command of the session shell (ls, cat, head, tail, wc, grep, find, mkdir, touch, cp, mv, rm, echo, pwd)", Truncate(s.Command, 32)))
 	}

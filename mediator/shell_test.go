@@ -25,6 +25,13 @@ func TestDecideShell(t *testing.T) {
 		{"high", ShellStep{Command: "find", ReadsOutside: true, ListsOutside: true}, CodePathNotAllowed},
 		{"high", ShellStep{Command: "sh"}, CodeShellNotAllowed},
 		{"root", ShellStep{Command: "ls"}, CodeInvalidLevel},
+		// A command that is not built in runs as a program in the
+		// sandbox at high only, and only where there is a sandbox.
+		{"high", ShellStep{Command: "git", Program: true, Sandboxed: true}, CodeAllowed},
+		{"high", ShellStep{Command: "git", Program: true}, CodeSandboxUnavailable},
+		{"medium", ShellStep{Command: "git", Program: true, Sandboxed: true}, CodeShellNotAllowed},
+		{"low", ShellStep{Command: "git", Program: true, Sandboxed: true}, CodeShellNotAllowed},
+		{"medium", ShellStep{Command: "git", Program: true}, CodeShellNotAllowed},
 	} {
 		t.Run(tc.level+"/"+tc.step.Command, func(t *testing.T) {
 			if d := DecideShell(tc.level, tc.step); d.Code != tc.code || d.Allowed != (tc.code == CodeAllowed) {

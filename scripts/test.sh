@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of the project, in phases, each with a header: modules,
-# Chromium, the example agents, Pyodide, static checks (go mod tidy, vet
+# Chromium, bubblewrap, the example agents, Pyodide, static checks (go mod tidy, vet
 # for Linux, Windows and macOS, gofmt, staticcheck pinned in go.mod), the
 # JavaScript's syntax, ESLint and the extension's unit tests under Node.js,
 # the whole Go suite with the race detector (fuzz seed corpora run as
@@ -100,6 +100,12 @@ go mod tidy -diff
 current="Chromium"; phase "$current"
 ./scripts/setup-chromium.sh
 chromium --version
+
+# A high session's programs run in a bubblewrap sandbox (sandbox/); its
+# tests run the real thing and fail, never skip, without it.
+current="bubblewrap"; phase "$current"
+./scripts/apt-install.sh bwrap bubblewrap
+bwrap --version
 
 current="example agents"; phase "$current"
 ./scripts/build-agents.sh

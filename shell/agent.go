@@ -30,6 +30,9 @@ type Agent struct {
 	// before the Authorizer heard of it (Undecided: syntax outside the
 	// set, a pattern it will not expand), so every refusal is on record.
 	Refused func(ctx context.Context, d mediator.Denial)
+	// Programs runs a command that is not built in as a program in the
+	// sandbox, at a high session only; nil runs none.
+	Programs *Programs
 }
 
 // Run runs line for the agent and returns what it printed. Each command is
@@ -64,6 +67,7 @@ func (a Agent) Run(ctx context.Context, line string) (string, error) {
 		}
 		defer root.Close()
 		sh.Outside = root
+		sh.Programs = a.Programs
 	}
 	var out bytes.Buffer
 	if err := sh.Run(ctx, line, &out); err != nil {

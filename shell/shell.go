@@ -42,6 +42,9 @@ type Shell struct {
 	// not rewrite the person's screen. An agent's shell leaves it nil: its
 	// output is a JSON string, and the names are the agent's own.
 	Names func(string) string
+	// Programs, at a high session, runs a command that is not built in
+	// as a program of the system in the sandbox; nil runs none.
+	Programs *Programs
 }
 
 // name is n as the shell prints it (Names).
@@ -192,6 +195,9 @@ func (sh *Shell) call(ctx context.Context, c *call, in []byte, out io.Writer) er
 	if err != nil {
 		return undecided{err}
 	}
+	if !known && sh.Programs != nil {
+		return sh.callProgram(ctx, c, name, args, in, out)
+	}
 	for i := range args {
 		args[i] = inWorkspace(args[i])
 	}
@@ -281,7 +287,13 @@ func (sh *Shell) run(ctx context.Context, c *call, name string, args []string, i
 		buf = &bytes.Buffer{}
 		target = &limited{w: buf, n: MaxOutputBytes}
 	}
-	if err := sh.builtin(ctx, name, args, in, target); err != nil {
+	var err error
+	if _, known := mediator.ShellCommandFor(name); known {
+		err = sh.builtin(ctx, name, args, in, target)
+	} else {
+		err = sh.program(ctx, append([]string{name}, args...), in, target)
+	}
+	if err != nil {
 		return err
 	}
 	if buf != nil {

@@ -197,14 +197,15 @@ func reasonHas(reason, text string) bool {
 // notThroughWASI are the sites a guest's WASI file access cannot reach,
 // each with why; every other site needs a scenario below.
 var notThroughWASI = map[string]string{
-	"workspace.go:Clean: an empty name":                                                                       `WASI cleans a guest's name first: "" reaches the workspace as "."`,
-	"workspace.go:Clean: a name that leaves the workspace":                                                    `WASI refuses a name that climbs out before the workspace sees it; wasipath.go records that (its own site)`,
-	"names.go:badName: not valid UTF-8":                                                                       "WASI refuses a name that is not valid UTF-8 before the workspace sees it; wasipath.go records that (its own site)",
-	"workspace.go:fail: %s: %v":                                                                               "an ordinary failure (exists, not empty, is a directory): the guest gets the operating system's errno, and Hooks.Refused is not called (workspace.Hooks)",
-	"workspace.go:ReadFile: %s is larger than %d bytes":                                                       "ReadFile is the shell's and agent-call's; a guest reads through its open file",
-	"changes.go:WriteFile: the workspace itself, not a file":                                                  "WriteFile is the shell's and agent-call's; a guest writes through its open file",
-	"changes.go:WriteFile: %s is not a regular file":                                                          "WriteFile is the shell's and agent-call's; a guest writes through its open file",
-	"changes.go:Mkdir: %s is not a directory":                                                                 "only a mkdir with its parents (the shell's mkdir -p) walks them; a guest's mkdir makes one directory",
+	"workspace.go:Clean: an empty name":                      `WASI cleans a guest's name first: "" reaches the workspace as "."`,
+	"workspace.go:Clean: a name that leaves the workspace":   `WASI refuses a name that climbs out before the workspace sees it; wasipath.go records that (its own site)`,
+	"names.go:badName: not valid UTF-8":                      "WASI refuses a name that is not valid UTF-8 before the workspace sees it; wasipath.go records that (its own site)",
+	"workspace.go:fail: %s: %v":                              "an ordinary failure (exists, not empty, is a directory): the guest gets the operating system's errno, and Hooks.Refused is not called (workspace.Hooks)",
+	"workspace.go:ReadFile: %s is larger than %d bytes":      "ReadFile is the shell's and agent-call's; a guest reads through its open file",
+	"changes.go:WriteFile: the workspace itself, not a file": "WriteFile is the shell's and agent-call's; a guest writes through its open file",
+	"changes.go:WriteFile: %s is not a regular file":         "WriteFile is the shell's and agent-call's; a guest writes through its open file",
+	"program.go:Program: the program left %d bytes in the workspace, more than its %d-byte quota; remove some": "a high session's program in the sandbox, never a guest (shell TestAProgramsWritesAreInTheLedger, workspace TestProgramRecountsTheLedger)",
+	"changes.go:Mkdir: %s is not a directory": "only a mkdir with its parents (the shell's mkdir -p) walks them; a guest's mkdir makes one directory",
 	"ledger.go:count: the workspace holds more than %d files and directories, its quota; remove some by hand": "when the workspace is opened, before any guest runs; its opener reports it",
 	"ledger.go:count: the workspace holds entries deeper than %d levels, the limit; remove them by hand":      "when the workspace is opened, before any guest runs; its opener reports it",
 }

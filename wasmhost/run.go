@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentgate/nmhost/shell"
 	"github.com/agentgate/nmhost/workspace"
 
 	"github.com/tetratelabs/wazero"
@@ -65,6 +66,9 @@ type RunSpec struct {
 	// readonly); nil mounts nothing. Every change a guest makes to it is
 	// decided and recorded as workspace.write.
 	Workspace *workspace.Workspace
+	// Programs runs, in a high session's shell, a command that is not
+	// built in as a program in the sandbox (runs.Programs); nil: none.
+	Programs *shell.Programs
 	// LogDenial records denials the runtime decides itself (link time).
 	LogDenial func(ctx context.Context, d mediator.Denial)
 	// Events receives output and denials as they happen; may be nil. It is

@@ -21,15 +21,15 @@ type shellReply struct {
 // Each command of the line is an operation of its own ("shell.cp", with
 // the paths it names), decided by the run's Authorizer at the run's
 // session level before it runs and told its outcome after: the same
-// policy, audit trail and prompts as every other call. Nothing here
-// starts a process.
+// policy, audit trail and prompts as every other call. Only a high
+// session's program (RunSpec.Programs) starts a process, in the sandbox.
 func (ru *run) shell(mod api.Module, stack []uint64) ([]byte, error) {
 	line, err := arg(mod, stack[0], stack[1])
 	if err != nil {
 		return nil, err
 	}
 	out, err := shell.Agent{AgentID: ru.spec.Agent.Profile.AgentID, Level: ru.spec.SessionLevel, Session: ru.spec.SessionID, WS: ru.spec.Workspace,
-		Auth: runAuthorizer{ru}, Refused: ru.deny, More: func() error {
+		Auth: runAuthorizer{ru}, Refused: ru.deny, Programs: ru.spec.Programs, More: func() error {
 			if ru.calls++; ru.calls > ru.rt.cfg.MaxCallsPerRun {
 				ru.cancel(errCallLimit)
 				return errCallLimit

@@ -45,6 +45,7 @@ type Workspace struct {
 	root   *os.Root
 	limits Limits
 	ledger ledger
+	dir    string // as Open was given it, for a sandbox to bind (Program)
 }
 
 // Open opens (creating it, owner-only) the workspace at dir. It reads the
@@ -68,7 +69,7 @@ func Open(dir string, lim Limits) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
-	w := &Workspace{root: root, limits: lim}
+	w := &Workspace{root: root, limits: lim, dir: dir}
 	if err := w.openLedger(dir, made); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)

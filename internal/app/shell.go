@@ -43,6 +43,10 @@ func (a *App) PersonShell(ctx context.Context, session string, names func(string
 			return nil, "", nil, fmt.Errorf("shell: %w", err)
 		}
 		close = func() { sh.Outside.Close(); ws.Close() }
+		// And only a high session runs programs of the system, in the
+		// sandbox, which hides the host's data directory. The person's
+		// shell has no allowedHosts: its programs have no network.
+		sh.Programs = &shell.Programs{Hide: []string{a.st.Dir()}}
 	}
 	return sh, level, close, nil
 }

@@ -25,7 +25,7 @@ var knownCodes = []mediator.Code{
 	mediator.CodeCallLimit, mediator.CodeExitNonZero, mediator.CodeMemoryBusy, mediator.CodeCompileTimeout,
 	mediator.CodeWrongRuntime, mediator.CodeUnknownRun, mediator.CodeUnknownOperation,
 	mediator.CodeInvalidWorkflow, mediator.CodeNotPure, mediator.CodeUnsafeOperation, mediator.CodeDependencyFailed,
-	mediator.CodePathNotAllowed, mediator.CodeQuotaExceeded, mediator.CodeNotFound, mediator.CodeShellNotAllowed,
+	mediator.CodePathNotAllowed, mediator.CodeQuotaExceeded, mediator.CodeNotFound, mediator.CodeShellNotAllowed, mediator.CodeSandboxUnavailable,
 	mediator.CodeUnknownSession, mediator.CodeInvalidLevel, mediator.CodeSessionLevel, mediator.CodeUnauthorized, mediator.CodeAdminPolicy,
 	mediator.CodeAuditBadSignature, mediator.CodeAuditTruncated, mediator.CodeAuditInconsistent,
 	mediator.CodeToolNotAllowed, mediator.CodeToolDefinitions,

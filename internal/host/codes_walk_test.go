@@ -138,6 +138,18 @@ func refusalScenarios() []codeScenario {
 		{code: mediator.CodeShellNotAllowed, entry: "agent-call shell", scenario: func(w *walk) {
 			w.agentCall("py-shell", []string{"shell", "workspace.read"}, "shell", map[string]any{"command": "curl http://evil.test"})
 		}},
+		{code: mediator.CodeSandboxUnavailable, entry: "agent-call shell running a program at a high session on a host without bubblewrap", scenario: func(w *walk) {
+			if _, err := w.st.UpdateSessionSettings(context.Background(), "high one", []byte(`{"permissionLevel":"high"}`)); err != nil {
+				w.t.Fatal(err)
+			}
+			w.h.mustOK("install-agent", map[string]any{"profile": pyProfile("py-program", []string{"shell", "workspace.read", "workspace.write"}), "module": pySource}, nil)
+			var out struct {
+				RunID string `json:"runId"`
+			}
+			w.h.mustOK("python-run", map[string]any{"agentId": "py-program", "sessionId": "high one"}, &out)
+			w.t.Setenv("PATH", w.t.TempDir()) // no bwrap on it
+			w.h.call("agent-call", map[string]any{"runId": out.RunID, "agentId": "py-program", "operation": "shell", "params": map[string]any{"command": "git status"}})
+		}},
 		{code: mediator.CodePathNotAllowed, entry: "agent-call shell", scenario: func(w *walk) {
 			w.agentCall("py-climb", []string{"shell", "workspace.read"}, "shell", map[string]any{"command": "cat ../../x"})
 		}},

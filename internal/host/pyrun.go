@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentgate/nmhost/internal/app"
+	"github.com/agentgate/nmhost/internal/app/runs"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/pyagent"
 	"github.com/agentgate/nmhost/shell"
@@ -415,14 +416,15 @@ func (r *pythonRun) shell(ctx context.Context, s *server, line string) (any, err
 		return nil, fmt.Errorf("session[%s] workspace: %w", clip(r.session), err)
 	}
 	defer ws.Close()
-	out, err := shell.Agent{AgentID: r.agentID, Level: r.level, Session: r.session, WS: ws, Auth: r.auth, Refused: s.recordDenial, More: func() error {
-		pythonRuns.Lock()
-		defer pythonRuns.Unlock()
-		if r.calls++; r.calls > maxPythonCalls {
-			return mediator.Errorf(mediator.CodeCallLimit, "the run made more than %d calls", maxPythonCalls)
-		}
-		return nil
-	}}.Run(ctx, line)
+	out, err := shell.Agent{AgentID: r.agentID, Level: r.level, Session: r.session, WS: ws, Auth: r.auth, Refused: s.recordDenial,
+		Programs: runs.Programs(s.app.Dir(), s.fetch, r.agentID, r.level, r.session), More: func() error {
+			pythonRuns.Lock()
+			defer pythonRuns.Unlock()
+			if r.calls++; r.calls > maxPythonCalls {
+				return mediator.Errorf(mediator.CodeCallLimit, "the run made more than %d calls", maxPythonCalls)
+			}
+			return nil
+		}}.Run(ctx, line)
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,7 @@ func (d Deps) Run(ctx context.Context, r Request) (Outcome, error) {
 			return d.Fetch.Fetch(ctx, agentfetch.Request{AgentID: rec.Profile.AgentID, SessionLevel: level, SessionID: session, Request: req})
 		}
 	}
+	spec.Programs = Programs(d.Store.Dir(), d.Fetch, rec.Profile.AgentID, in.Level, in.Session)
 	res, err := d.Runtime.Run(ctx, spec)
 	if out != nil {
 		out.flush() // every output event before the reply

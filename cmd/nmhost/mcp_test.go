@@ -114,6 +114,14 @@ func TestMCPGatewayOverStdio(t *testing.T) {
 	if b, err := os.ReadFile(target); err != nil || string(b) != "x" {
 		t.Fatalf("the allowed write: %q %v", b, err)
 	}
+	// nmhost check holds the gateway's agent to the tool rules too.
+	check := exec.Command(nmhostBin, "check", "mcp-client")
+	check.Env = hostEnv(dir)
+	out, err := check.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok   tool      mcp.call fs.delete_everything that its server calls read-only") ||
+		!strings.Contains(string(out), "ok   tool      mcp.call of a server the profile does not list") {
+		t.Fatalf("nmhost check: %v\n%s", err, out)
+	}
 }
 
 // TestMCPGatewayOverHTTP: the Streamable HTTP endpoint admits only a

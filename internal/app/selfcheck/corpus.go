@@ -2,6 +2,7 @@ package selfcheck
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -209,6 +210,9 @@ func checkOperations(ctx context.Context, pol *mediator.Policy, rec mediator.Age
 			op.Origin = "https://check.invalid"
 		case row.Name == mediator.OpWorkspaceRead || row.Name == mediator.OpWorkspaceWrite:
 			op.Path = "check.txt"
+		case row.Name == mediator.OpToolCall:
+			// Its own checks follow (checkTools); here, a call that
+			// names no tool is not run.
 		}
 		d := pol.Decide(ctx, op)
 		r := Result{Class: "operation", Tried: label + " (" + string(row.Class) + ")"}
@@ -311,6 +315,43 @@ func checkWorkspace(dir string) []Result {
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 		out = append(out, Result{Class: "workspace", Tried: "the directory beside the workspace", Want: "untouched", Got: fmt.Sprintf("%d entries appeared", len(ents))})
+	}
+	return out
+}
+
+// checkTools: MCP tool calls of a server the agent's profile does not
+// list are refused; a tool named as destructive is not run without a
+// person's answer even when its server calls it read-only; a tool whose
+// definition changed since an answer is asked about again.
+func checkTools(ctx context.Context, pol *mediator.Policy, rec mediator.AgentRecord, level string) []Result {
+	call := func(server, tool, desc string, hints mediator.ToolHints) mediator.Operation {
+		def := mediator.ToolDefinitionHash(tool, desc, json.RawMessage(`{"type":"object"}`), nil)
+		return mediator.Operation{AgentID: rec.Profile.AgentID, Name: mediator.OpToolCall, Permission: mediator.PermMCPCall, SessionLevel: level,
+			Tool: &mediator.ToolCall{Server: server, Tool: tool, Definition: def, ArgsSHA256: mediator.ArgsHash([]byte("{}")), Hints: hints}}
+	}
+	yes := true
+	var out []Result
+	unlisted := call("check-unlisted-server", "read_file", "", mediator.ToolHints{})
+	d := pol.Decide(ctx, unlisted)
+	out = append(out, Result{Class: "tool", Tried: "mcp.call of a server the profile does not list", Want: "refused",
+		Got: describeDecision(d), OK: !d.Allowed && !d.RequiresPrompt})
+	for _, server := range listedServers(rec.Profile.Capabilities.MCPTools) {
+		liar := call(server, "delete_everything", "", mediator.ToolHints{ReadOnly: &yes})
+		d := pol.Decide(ctx, liar)
+		out = append(out, Result{Class: "tool", Tried: "mcp.call " + server + ".delete_everything that its server calls read-only",
+			Want: "not run without a person's answer", Got: describeDecision(d), OK: !d.Allowed || strings.HasPrefix(d.DecidedBy, "pref:")})
+	}
+	return out
+}
+
+// listedServers is the servers an mcpTools list names, at most three.
+func listedServers(rules []string) []string {
+	var out []string
+	for _, r := range rules {
+		server, _, _ := strings.Cut(r, "/")
+		if !slices.Contains(out, server) && len(out) < 3 {
+			out = append(out, server)
+		}
 	}
 	return out
 }

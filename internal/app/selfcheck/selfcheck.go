@@ -86,6 +86,7 @@ func Run(ctx context.Context, dir, agentID, level string) (Report, error) {
 	pol := mediator.NewPolicy(readOnlyRecords{st}, mediator.PolicyOptions{}) // no prompter: nobody answers
 	results = append(results, checkOperations(ctx, pol, rec, level)...)
 	results = append(results, checkOrigins(ctx, pol, rec, prefs, level)...)
+	results = append(results, checkTools(ctx, pol, rec, level)...)
 	results = append(results, checkWorkspace(filepath.Join(tmp, "ws"))...)
 	if n := srv.canaryHits.Load() + srv.canaryConns.Load(); n != 0 {
 		results = append(results, Result{Class: "canary", Tried: "every refused request above",

@@ -234,3 +234,27 @@ func TestOnlyTheCoreImportsTheStore(t *testing.T) {
 		t.Fatalf("only the application core imports the store; these do too: %v", where)
 	}
 }
+
+// TestNoTransportImportsAnother: the native host, the viewer and the MCP
+// gateway are each a transport over the core; none imports another (or
+// the CLI, which wires them), so a rule cannot live in one door and be
+// borrowed by the next.
+func TestNoTransportImportsAnother(t *testing.T) {
+	transports := []string{"internal/host", "internal/viewer", "internal/mcpserve", "internal/cli"}
+	var where []string
+	eachRepoSource(t, nil, func(p string, src []byte) {
+		for _, from := range transports[:3] {
+			if !strings.HasPrefix(p, "../../"+from+"/") {
+				continue
+			}
+			for _, to := range transports {
+				if to != from && strings.Contains(string(src), `"github.com/agentgate/nmhost/`+to+`"`) {
+					where = append(where, p+" imports "+to)
+				}
+			}
+		}
+	})
+	if len(where) > 0 {
+		t.Fatalf("a transport imports another; share through the core (internal/app) instead:\n%s", strings.Join(where, "\n"))
+	}
+}

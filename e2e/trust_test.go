@@ -165,33 +165,6 @@ func closeTab(t testing.TB, ctx context.Context) {
 	}
 }
 
-// TestFinding1ClosedPopupWithdrawsItsRunsPrompt: the popup that started a
-// module's run closes while the run waits on a prompt (its
-// executionTimeout far off): the run ends with the page, and its prompt
-// window closes. A Python run is not the popup's since issue 25: it goes
-// on in the offscreen document (TestPythonRunOutlivesTheClosedPopupPage),
-// and its Stop button ends it (TestPythonStopWithdrawsTheRunsPrompt).
-func TestFinding1ClosedPopupWithdrawsItsRunsPrompt(t *testing.T) {
-	ext := page(t, extURL("options.html"))
-	t.Run("wasm", func(t *testing.T) {
-		installAgent(t, ext, pageReaderProfile("e2e-closed-wasm", "full"), modules["page-reader"])
-		tab, tabID := openTestPage(t, ext)
-		popup := page(t, extURL(fmt.Sprintf("popup.html?tab=%d", tabID)))
-		waitFor(t, popup, `document.querySelector('#agent option[value="e2e-closed-wasm"]')`)
-		eval[bool](t, popup, `(document.getElementById('agent').value = 'e2e-closed-wasm', document.getElementById('input').value = 'shout', true)`)
-		click(t, popup, "run")
-		tg := nextPrompt(t)
-		closeTab(t, popup)
-		waitPromptGone(t, tg, "the popup that started the run closed")
-		if r := lateAnswer(t, ext, promptIDOf(t, tg)); r.Success || r.Code != "prompt_cancelled" {
-			t.Fatalf("a late answer got %+v; want refused with prompt_cancelled", r)
-		}
-		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "quiet heading" {
-			t.Fatalf("the page was written after its popup closed: %q", h1)
-		}
-	})
-}
-
 // keptSize is the size of the checkpoint the extension keeps.
 func keptSize(t testing.TB, ext context.Context) int64 {
 	t.Helper()

@@ -6,6 +6,7 @@ import { prompt, promptLayer, promptAnswered, promptCancel, promptStatus } from 
 import { listExamples, installExample } from './examples.js';
 import { checkAudit, restartAudit, auditSoon } from './audit.js';
 import { pythonStart, pythonProgress, pythonStop, pythonRuns, pythonWarm, pythonState } from './pyruns.js';
+import { moduleStart } from './moduleruns.js';
 
 // Requests an extension page may forward to the host.
 const PAGE_REQUESTS = new Set([
@@ -85,6 +86,9 @@ const pageHandlers = {
   'python-warm': pythonWarm,
   'python-state': pythonState,
   'python-progress': pythonProgress,
+  // A module's run (moduleruns.js): held here, so it outlives the popup
+  // that started it; python-stop and python-runs serve it too.
+  'module-start': moduleStart,
 };
 
 // The content-script world (the page mediator, content.js) asks nothing of

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -75,7 +77,7 @@ type violation struct {
 
 // checkScreen sizes ctx's tab to width x height, measures it, checks it
 // with axe-core and keeps a screenshot named name. primary is the CSS
-// selector of the action that must be visible without scrolling ('' for a
+// selector of the action that must be visible without scrolling (” for a
 // screen without one).
 func checkScreen(t *testing.T, ctx context.Context, name string, width, height int64, primary string) {
 	t.Helper()
@@ -186,9 +188,20 @@ func TestScreensAsAPersonSeesThem(t *testing.T) {
 		checkScreen(t, opts, "options", 1000, 800, "")
 	})
 	t.Run("install sheet", func(t *testing.T) {
+		// An example not installed: earlier tests may have installed
+		// them all, so one is taken out and put back through its sheet.
+		const id = "clipboard-note"
 		opts := page(t, extURL("options.html"))
-		waitFor(t, opts, `document.querySelector('#examples li[data-installed="false"] button.install')`)
-		eval[bool](t, opts, `(document.querySelector('#examples li[data-installed="false"] button.install').click(), true)`)
+		if _, ok := installedIDs(t, opts)[id]; ok {
+			if r := hostCall(t, opts, "uninstall-agent", map[string]any{"agentId": id}); !r.Success {
+				t.Fatalf("uninstall-agent: %s %s", r.Code, r.Error)
+			}
+			t.Cleanup(func() { installExamples(t, id) })
+			click(t, opts, "refresh")
+		}
+		sel := fmt.Sprintf(`#examples li[data-agent=%q][data-installed="false"] button.install`, id)
+		waitFor(t, opts, fmt.Sprintf(`document.querySelector(%q)`, sel))
+		eval[bool](t, opts, fmt.Sprintf(`(document.querySelector(%q).click(), true)`, sel))
 		waitFor(t, opts, `document.getElementById('install-sheet')?.open`)
 		checkScreen(t, opts, "install-sheet", 1000, 800, "#sheet-install")
 		click(t, opts, "sheet-cancel")
@@ -232,4 +245,34 @@ func TestHostMissingBannerSaysWhatToDo(t *testing.T) {
 		t.Errorf("Chrome's error shows %d times", n)
 	}
 	checkScreen(t, popup, "popup-host-missing", 404, 600, "#host-problem")
+}
+
+// TestWorkflowFromTheOptionsPage: a person starts a workflow from the
+// extension (before, only the devtools console could): its plan is
+// asked about in one prompt, and the page shows each task's end and the
+// workflow's.
+func TestWorkflowFromTheOptionsPage(t *testing.T) {
+	web := serve(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	opts := page(t, extURL("options.html"))
+	installAgent(t, opts, fetcherProfile("e2e-wf-options", hostOf(web.URL)), nil)
+	wf, _ := json.Marshal(map[string]any{"id": "e2e-from-options", "tasks": []map[string]any{
+		{"id": "post", "call": map[string]any{"agentId": "e2e-wf-options", "operation": "network.fetch", "method": "POST", "url": web.URL + "/x", "body": "x"}}}})
+	waitFor(t, opts, `document.getElementById('wf-json')`)
+	eval[bool](t, opts, fmt.Sprintf(`(document.getElementById('wf-json').value = %q, true)`, wf))
+	click(t, opts, "wf-run")
+	tg := nextPrompt(t)
+	if title := waitInPrompt(t, tg, promptShown, "document.title"); strings.Contains(title, "Allow this agent") {
+		t.Errorf("the plan's prompt is titled %q", title)
+	}
+	clickPrompt(t, tg, "allow-once")
+	waitFor(t, opts, `document.getElementById('wf-output').dataset.status`)
+	if status := eval[string](t, opts, `document.getElementById('wf-output').dataset.status`); status != "ok" {
+		t.Fatalf("the workflow: %s: %s", status, eval[string](t, opts, `document.getElementById('wf-output').textContent`))
+	}
+	if out := eval[string](t, opts, `document.getElementById('wf-output').textContent`); !strings.Contains(out, "post (layer 1): ok") {
+		t.Errorf("the page shows %q", out)
+	}
+	if web.hits.Load() != 1 {
+		t.Fatalf("the server got %d requests; want the one allowed POST", web.hits.Load())
+	}
 }

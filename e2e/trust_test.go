@@ -95,30 +95,39 @@ func lateAnswer(t testing.TB, ext context.Context, promptID string) reply {
 	return eval[reply](t, ext, fmt.Sprintf("chrome.runtime.sendMessage(%s)", b))
 }
 
-// TestFinding1RunEndWithdrawsItsPrompt: a run that ends (here by its
-// executionTimeout) while a call waits on a prompt withdraws the prompt:
-// the window closes, an answer given after is refused and recorded as
-// prompt_cancelled, and the page is not written; for WebAssembly and
-// Python alike.
+// TestFinding1RunEndWithdrawsItsPrompt: a Python run that ends (here by
+// its executionTimeout) while a call waits on a prompt withdraws the
+// prompt: the window closes, an answer given after is refused and
+// recorded as prompt_cancelled, and the page is not written. A module's
+// run does not end that way while its prompt waits (its clock stands
+// still: the wasm subtest).
 func TestFinding1RunEndWithdrawsItsPrompt(t *testing.T) {
 	ext := page(t, extURL("options.html"))
-	t.Run("wasm", func(t *testing.T) {
+	// A module's run no longer ends while its prompt waits: its clock
+	// stands still then (mediator.RunClock, issue 43), so the prompt
+	// outlives the run's executionTimeout and the answer counts. Its
+	// prompt is withdrawn when the run is stopped
+	// (TestModuleRunStopWithdrawsItsPrompt).
+	t.Run("wasm: the prompt outlives the executionTimeout", func(t *testing.T) {
 		prof := pageReaderProfile("e2e-late-wasm", "full")
 		prof["capabilities"].(map[string]any)["executionTimeout"] = 3000
 		installAgent(t, ext, prof, modules["page-reader"])
 		tab, tabID := openTestPage(t, ext)
-		var tg *target.Info
-		status, out := runInPopup(t, tabID, "e2e-late-wasm", "shout", func() { tg = nextPrompt(t) })
-		if status != "timeout" {
+		status, out := runInPopup(t, tabID, "e2e-late-wasm", "shout", func() {
+			tg := nextPrompt(t)
+			// The person reads for longer than the agent's whole
+			// executionTimeout, then allows.
+			<-time.After(4 * time.Second)
+			if !targetOpen(tg.TargetID) {
+				t.Fatal("the prompt closed with the run's executionTimeout")
+			}
+			clickPrompt(t, tg, "allow-once")
+		})
+		if status != "ok" || !strings.Contains(out, "heading changed") {
 			t.Fatalf("%s:\n%s", status, out)
 		}
-		waitPromptGone(t, tg, "the run ended")
-		if r := lateAnswer(t, ext, promptIDOf(t, tg)); r.Success || r.Code != "prompt_cancelled" {
-			t.Fatalf("a late answer got %+v; want refused with prompt_cancelled", r)
-		}
-		waitForDenial(t, ext, "e2e-late-wasm", `"prompt_cancelled"`)
-		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "quiet heading" {
-			t.Fatalf("the page was written after its run ended: %q", h1)
+		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "QUIET HEADING" {
+			t.Fatalf("the allowed write did not land: %q", h1)
 		}
 	})
 	t.Run("python", func(t *testing.T) {

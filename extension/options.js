@@ -253,6 +253,46 @@ $('py-run').addEventListener('click', async () => {
   loadDenials();
 });
 
+// A workflow started here: the whole plan is asked about in one prompt
+// before anything runs; each task's end shows as it comes. It runs in the
+// current session (a new one when none is current), and ends with this
+// page.
+const WF_EXAMPLE = {
+  id: 'fetch-and-post',
+  tasks: [
+    { id: 'page', call: { agentId: 'fetcher', operation: 'network.fetch', url: 'https://example.com/' } },
+    { id: 'size', dependsOn: ['page'], code: { op: 'code:access', expr: 'size(r.page.body)' } },
+  ],
+};
+$('wf-json').value = JSON.stringify(WF_EXAMPLE, null, 2);
+$('wf-run').addEventListener('click', async () => {
+  const out = $('wf-output');
+  delete out.dataset.status;
+  let workflow;
+  try {
+    workflow = JSON.parse($('wf-json').value);
+  } catch (e) {
+    out.textContent = `This is not JSON: ${e.message}`;
+    out.dataset.status = 'bad_request';
+    return;
+  }
+  out.textContent = 'Waiting for your answer to its plan…\n';
+  $('wf-run').disabled = true;
+  const sessionId = (await currentSession()) || (await startSession());
+  const r = await host('run-workflow', { workflow, sessionId }, (ev) => {
+    if (ev.event === 'task-result') out.textContent += `${ev.data.task} (layer ${ev.data.layer}): ${ev.data.status}\n`;
+  });
+  $('wf-run').disabled = false;
+  if (r.success) {
+    out.textContent += `The workflow ended: ${r.data.status} (${r.data.prompts} ${r.data.prompts === 1 ? 'prompt' : 'prompts'}).`;
+    out.dataset.status = r.data.status;
+  } else {
+    out.textContent += `Not run: ${r.error} [${r.code}]`;
+    out.dataset.status = r.code;
+  }
+  loadDenials();
+});
+
 async function showSession() {
   $('py-session').textContent = (await currentSession()) || 'a new one at the next run (medium)';
 }

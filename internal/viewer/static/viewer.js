@@ -3,6 +3,7 @@
 // textContent and attributes, never as markup.
 
 import * as audit from './audit.js';
+import { wireAudit } from './auditpage.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -495,6 +496,7 @@ function init() {
   const checkAudit = () => audit.show(token, $('audit-status'), $('audit-restart'));
   $('audit-restart').addEventListener('click', () => { audit.forget(); checkAudit(); });
   checkAudit();
+  wireAudit(token);
 }
 
 init();

@@ -335,7 +335,7 @@ func TestViewerAuditPage(t *testing.T) {
 	waitFor(t, view, `document.getElementById('audit-status').className.includes('consistent')`)
 	click(t, view, "audit-open")
 	waitFor(t, view, `document.querySelector('#audit-records tbody tr[data-seq]') && document.getElementById('audit-summary').textContent.includes('records, signed')`)
-	rows := eval[string](t, view, `[...document.querySelectorAll('#audit-records tbody tr')].map(r => r.innerText).join('\n')`)
+	rows := eval[string](t, view, `[...document.querySelectorAll('#audit-records tbody tr')].map(r => r.textContent).join('\n')`)
 	if !strings.Contains(rows, "viewer-audited") || !strings.Contains(rows, "network.fetch") {
 		t.Errorf("the audit page shows:\n%s", rows)
 	}

@@ -31,7 +31,7 @@ function rows(records) {
     cell(tr, new Date(rec.ts).toLocaleString(), 'time');
     cell(tr, rec.kind);
     cell(tr, op.agentId);
-    cell(tr, op.name, 'mono');
+    cell(tr, op.operation, 'mono');
     cell(tr, rec.kind === 'executed' ? (rec.error ? 'failed' : 'done') : rec.allowed ? 'allowed' : 'denied');
     cell(tr, rec.decidedBy);
     cell(tr, rec.code, 'code');

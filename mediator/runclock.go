@@ -33,7 +33,7 @@ func WithRunClock(parent context.Context, budget time.Duration) (context.Context
 	ctx, cancel := context.WithCancelCause(parent)
 	c := &RunClock{left: budget, since: time.Now(), cancel: cancel}
 	c.timer = time.AfterFunc(budget, func() { cancel(context.DeadlineExceeded) })
-	return context.WithValue(ctx, runClockKey{}, c), c
+	return WithRunPauser(ctx, c), c
 }
 
 // Stop ends the clock and its context.
@@ -45,9 +45,22 @@ func (c *RunClock) Stop() {
 	c.cancel(context.Canceled)
 }
 
-// pause stops the clock (nested pauses count); it reports false when the
+// RunPauser is a run whose clock PauseRun stops: a module's (RunClock),
+// or a Python run's, whose deadline the host keeps (internal/host).
+// Pause reports false when the run is over already; pauses nest.
+type RunPauser interface {
+	Pause() bool
+	Resume()
+}
+
+// WithRunPauser makes p the run ctx belongs to, for PauseRun.
+func WithRunPauser(ctx context.Context, p RunPauser) context.Context {
+	return context.WithValue(ctx, runClockKey{}, p)
+}
+
+// Pause stops the clock (nested pauses count); it reports false when the
 // budget had run out already.
-func (c *RunClock) pause() bool {
+func (c *RunClock) Pause() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
@@ -63,7 +76,8 @@ func (c *RunClock) pause() bool {
 	return true
 }
 
-func (c *RunClock) resume() {
+// Resume starts the clock again once every pause has ended.
+func (c *RunClock) Resume() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.paused--
@@ -82,10 +96,10 @@ func (c *RunClock) resume() {
 // until the returned function is called: a prompt calls it while it
 // waits for the person.
 func PauseRun(ctx context.Context) (resume func()) {
-	c, _ := ctx.Value(runClockKey{}).(*RunClock)
-	if c == nil || !c.pause() {
+	c, _ := ctx.Value(runClockKey{}).(RunPauser)
+	if c == nil || !c.Pause() {
 		return func() {}
 	}
 	var once sync.Once
-	return func() { once.Do(c.resume) }
+	return func() { once.Do(c.Resume) }
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentgate/nmhost/internal/nmclient"
 	"github.com/agentgate/nmhost/internal/testwasm"
 	"github.com/agentgate/nmhost/mediator"
 	"github.com/agentgate/nmhost/wasmhost"
@@ -80,4 +84,49 @@ func TestRunClockStopsWhileAPersonDecides(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPythonRunDeadlineStopsWhileAPersonDecides: a Python run's deadline
+// (executionTimeout plus its slack) stands still while one of its calls
+// waits for a person: an answer given after the deadline would have
+// passed still counts, and the call tells the extension, with "waiting"
+// and "resumed" events, to stop its own timers meanwhile.
+func TestPythonRunDeadlineStopsWhileAPersonDecides(t *testing.T) {
+	var hits atomic.Int64
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer web.Close()
+	h := newHarness(t, true)
+	const budget = 500 * time.Millisecond
+	h.client.SetHostHandler(func(typ string, msg json.RawMessage) map[string]any {
+		if typ != "prompt" {
+			return nil
+		}
+		// The person reads past the run's whole deadline, then allows.
+		<-time.After(budget + pythonRunSlack + time.Second)
+		return map[string]any{"answer": "allow-once"}
+	})
+	prof := pyProfile("py-slowpoke", []string{"network.fetch", "console.log"}, hostPort(web.URL))
+	prof["capabilities"].(map[string]any)["executionTimeout"] = budget.Milliseconds()
+	h.mustOK("install-agent", map[string]any{"profile": prof, "module": pySource}, nil)
+	var run struct {
+		RunID string `json:"runId"`
+	}
+	h.mustOK("python-run", map[string]any{"agentId": "py-slowpoke", "origin": "http://page.test"}, &run)
+	var events []string
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := h.client.CallWithEvents(ctx, "agent-call", map[string]any{"runId": run.RunID, "agentId": "py-slowpoke", "operation": "fetch",
+		"params": map[string]any{"url": web.URL + "/post", "options": map[string]any{"method": "POST", "body": "x"}}},
+		func(e nmclient.Event) { events = append(events, e.Event) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Success || hits.Load() != 1 {
+		t.Fatalf("the call answered after the deadline would have passed: %+v; server hits %d", r, hits.Load())
+	}
+	if got := strings.Join(events, ","); got != "waiting,resumed" {
+		t.Fatalf("events on the call: %q; want waiting,resumed", got)
+	}
+	// The deadline moved on by the wait: the run still takes calls.
+	h.mustOK("agent-call", map[string]any{"runId": run.RunID, "agentId": "py-slowpoke", "operation": "log", "params": map[string]any{"text": "x"}}, nil)
 }

@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -191,45 +189,6 @@ func TestExtensionPagesHaveNoConsoleErrors(t *testing.T) {
 	screenshot(t, ext, "options-page")
 	page(t, extURL("popup.html"))
 	page(t, extURL("prompt.html?id=none#%7B%22agentId%22%3A%22demo%22%7D"))
-}
-
-func TestBundledAgentsAreInstalledOnFirstRun(t *testing.T) {
-	waitForBundledAgents(t, page(t, extURL("options.html")))
-}
-
-// waitForBundledAgents waits until the host holds every bundled agent
-// with the module built for this run: the extension installs them in the
-// background on first run, and a test that kills the host must not kill
-// that install.
-func waitForBundledAgents(t *testing.T, ext context.Context) {
-	t.Helper()
-	want := map[string]string{}
-	for name, module := range modules {
-		sum := sha256.Sum256(module)
-		want[name] = hex.EncodeToString(sum[:])
-	}
-	var got map[string]string
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		var list struct {
-			Agents []struct {
-				Profile      struct{ AgentID string }
-				ModuleSha256 string
-			}
-		}
-		if err := json.Unmarshal(hostCall(t, ext, "list-agents", nil).Data, &list); err != nil {
-			t.Fatal(err)
-		}
-		got = map[string]string{}
-		for _, a := range list.Agents {
-			got[a.Profile.AgentID] = a.ModuleSha256
-		}
-		if matches(got, want) {
-			return
-		}
-		time.Sleep(200 * time.Millisecond) // polling: the install runs in the background
-	}
-	t.Fatalf("bundled agents: got %v, want at least %v", got, want)
 }
 
 // matches reports whether got holds every entry of want.

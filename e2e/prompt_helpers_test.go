@@ -84,7 +84,9 @@ func clickPrompt(t testing.TB, tg *target.Info, answer string) {
 	// The window may still hold the about:blank it starts with: the
 	// condition holds off there, and an evaluation that its navigation to
 	// prompt.html cut short is made again in the new document.
-	cond := fmt.Sprintf("location.href.startsWith('chrome-extension:') && document.readyState === 'complete' && %s && !document.getElementById(%q).disabled && (setInterval(() => { const b = document.getElementById(%q); if (!b.disabled) b.click() }, 50), true)", promptShown, answer, answer)
+	// A remembered answer is two steps, as for a person: picked under
+	// More…, then confirmed.
+	cond := fmt.Sprintf("location.href.startsWith('chrome-extension:') && document.readyState === 'complete' && %s && !document.getElementById(%q).disabled && (setInterval(() => { %s }, 50), true)", promptShown, answer, pressAnswer(answer))
 	// Under load an evaluation in the popup has gone unanswered (45 s,
 	// with two busy loops and the race-built suite beside the browser),
 	// and once unanswered, every later one through the same attachment
@@ -115,6 +117,19 @@ func clickPrompt(t testing.TB, tg *target.Info, answer string) {
 		t.Fatalf("answering the prompt %s (%d tries): %v; the window then: %s", answer, attempt+1, err, state)
 	}
 	screenshotPrompt(t, tg.URL)
+}
+
+// pressAnswer is JavaScript that gives answer in a prompt window whose
+// buttons are live: Allow once and Deny by their button, a remembered
+// answer by More…, its button, then Confirm.
+func pressAnswer(answer string) string {
+	switch answer {
+	case "allow-once", "deny":
+		return fmt.Sprintf("const b = document.getElementById(%q); if (!b.disabled) b.click()", answer)
+	}
+	return fmt.Sprintf(`const b = document.getElementById(%q); if (b.disabled) return;
+		if (document.getElementById('more-answers').hidden) document.getElementById('more').click();
+		b.click(); const c = document.getElementById('remember-confirm'); if (!c.disabled) c.click()`, answer)
 }
 
 // promptState is what a prompt window shows when an answer could not be

@@ -339,17 +339,7 @@ func TestPythonSynchronousCallsWithoutAwait(t *testing.T) {
 // in the source design's style (no await) run as bundled.
 func TestPythonBundledSyncExamplesRunUnchanged(t *testing.T) {
 	ext := page(t, extURL("options.html"))
-	// The extension installs its bundled agents in the background on
-	// first run.
-	deadline := time.Now().Add(30 * time.Second)
-	for _, id := range []string{"py-page-outline", "py-sync-fetch"} {
-		for !strings.Contains(string(hostCall(t, ext, "list-agents", nil).Data), fmt.Sprintf("%q", id)) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the bundled agent %s was not installed", id)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
+	installExamples(t, "py-page-outline", "py-sync-fetch")
 	_, tabID := openTestPage(t, ext)
 	status, out, _ := runPythonInPopup(t, tabID, "py-page-outline", "", nil)
 	if status != "ok" || !strings.Contains(out, "[py-page-outline] 5 words") || !strings.Contains(out, "[py-page-outline] h1: quiet heading") {

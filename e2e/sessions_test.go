@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,12 +43,9 @@ func shownSession(t testing.TB, popup context.Context, want string) {
 // the pick.
 func TestSessionWorkspacesFromThePopup(t *testing.T) {
 	ext := page(t, extURL("options.html"))
-	// The notes agent comes with the extension (agents.js installs it on
-	// first run); wait until the host has it, with the module we built.
-	sum := sha256.Sum256(modules["notes"])
-	eval[bool](t, ext, fmt.Sprintf(`new Promise(r => { const w = () => chrome.runtime.sendMessage({type: 'host', request: {type: 'list-agents'}})
-		.then(x => x?.success && x.data.agents.some(a => a.profile.agentId === 'notes' && a.moduleSha256 === %q) ? r(true) : setTimeout(w, 100)); w() })`,
-		hex.EncodeToString(sum[:])))
+	// The notes agent comes with the extension, installed by a person's
+	// confirmation on its sheet.
+	installExamples(t, "notes")
 	_, tabID := openTestPage(t, ext)
 	popup := page(t, extURL(fmt.Sprintf("popup.html?tab=%d", tabID)))
 

@@ -95,30 +95,36 @@ func lateAnswer(t testing.TB, ext context.Context, promptID string) reply {
 	return eval[reply](t, ext, fmt.Sprintf("chrome.runtime.sendMessage(%s)", b))
 }
 
-// TestFinding1RunEndWithdrawsItsPrompt: a run that ends (here by its
-// executionTimeout) while a call waits on a prompt withdraws the prompt:
-// the window closes, an answer given after is refused and recorded as
-// prompt_cancelled, and the page is not written; for WebAssembly and
-// Python alike.
-func TestFinding1RunEndWithdrawsItsPrompt(t *testing.T) {
+// TestPromptOutlivesTheRunsExecutionTimeout (issue 43): a run's clock
+// stands still while its prompt waits for the person (mediator.RunClock;
+// a Python run's deadline and the extension's timers too), so a person
+// who reads for longer than the agent's whole executionTimeout still has
+// their answer count, for WebAssembly and Python alike. Before, the run
+// ended at its executionTimeout and withdrew the prompt. A run that is
+// stopped still withdraws it (TestModuleRunStopWithdrawsItsPrompt,
+// TestPythonStopWithdrawsTheRunsPrompt).
+func TestPromptOutlivesTheRunsExecutionTimeout(t *testing.T) {
 	ext := page(t, extURL("options.html"))
+	// The person reads for longer than the agent's whole executionTimeout.
+	read := func(t *testing.T, tg *target.Info) {
+		t.Helper()
+		<-time.After(4 * time.Second)
+		if !targetOpen(tg.TargetID) {
+			t.Fatal("the prompt closed with the run's executionTimeout")
+		}
+		clickPrompt(t, tg, "allow-once")
+	}
 	t.Run("wasm", func(t *testing.T) {
 		prof := pageReaderProfile("e2e-late-wasm", "full")
 		prof["capabilities"].(map[string]any)["executionTimeout"] = 3000
 		installAgent(t, ext, prof, modules["page-reader"])
 		tab, tabID := openTestPage(t, ext)
-		var tg *target.Info
-		status, out := runInPopup(t, tabID, "e2e-late-wasm", "shout", func() { tg = nextPrompt(t) })
-		if status != "timeout" {
+		status, out := runInPopup(t, tabID, "e2e-late-wasm", "shout", func() { read(t, nextPrompt(t)) })
+		if status != "ok" || !strings.Contains(out, "heading changed") {
 			t.Fatalf("%s:\n%s", status, out)
 		}
-		waitPromptGone(t, tg, "the run ended")
-		if r := lateAnswer(t, ext, promptIDOf(t, tg)); r.Success || r.Code != "prompt_cancelled" {
-			t.Fatalf("a late answer got %+v; want refused with prompt_cancelled", r)
-		}
-		waitForDenial(t, ext, "e2e-late-wasm", `"prompt_cancelled"`)
-		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "quiet heading" {
-			t.Fatalf("the page was written after its run ended: %q", h1)
+		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "QUIET HEADING" {
+			t.Fatalf("the allowed write did not land: %q", h1)
 		}
 	})
 	t.Run("python", func(t *testing.T) {
@@ -126,21 +132,15 @@ func TestFinding1RunEndWithdrawsItsPrompt(t *testing.T) {
 		prof["capabilities"].(map[string]any)["executionTimeout"] = 3000
 		installPython(t, ext, prof, "print('asking to write')\nawait restricted_api.setElementText('h1', 'LATE')\nprint('written')\n")
 		tab, tabID := openTestPage(t, ext)
-		var tg *target.Info
 		status, out, _ := runPythonInPopup(t, tabID, "e2e-late-py", "", func(popup context.Context) {
 			waitLong(t, popup, `document.getElementById('output').textContent.includes('asking to write')`)
-			tg = nextPrompt(t)
+			read(t, nextPrompt(t))
 		})
-		if status != "timeout" || strings.Contains(out, "written") {
+		if status != "ok" || !strings.Contains(out, "written") {
 			t.Fatalf("%s:\n%s", status, out)
 		}
-		waitPromptGone(t, tg, "the run ended")
-		if r := lateAnswer(t, ext, promptIDOf(t, tg)); r.Success || r.Code != "prompt_cancelled" {
-			t.Fatalf("a late answer got %+v; want refused with prompt_cancelled", r)
-		}
-		waitForDenial(t, ext, "e2e-late-py", `"prompt_cancelled"`)
-		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "quiet heading" {
-			t.Fatalf("the page was written after its run ended: %q", h1)
+		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "LATE" {
+			t.Fatalf("the allowed write did not land: %q", h1)
 		}
 	})
 }
@@ -163,33 +163,6 @@ func closeTab(t testing.TB, ctx context.Context) {
 	if _, err := chromedp.CallBrowser(browser, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// TestFinding1ClosedPopupWithdrawsItsRunsPrompt: the popup that started a
-// module's run closes while the run waits on a prompt (its
-// executionTimeout far off): the run ends with the page, and its prompt
-// window closes. A Python run is not the popup's since issue 25: it goes
-// on in the offscreen document (TestPythonRunOutlivesTheClosedPopupPage),
-// and its Stop button ends it (TestPythonStopWithdrawsTheRunsPrompt).
-func TestFinding1ClosedPopupWithdrawsItsRunsPrompt(t *testing.T) {
-	ext := page(t, extURL("options.html"))
-	t.Run("wasm", func(t *testing.T) {
-		installAgent(t, ext, pageReaderProfile("e2e-closed-wasm", "full"), modules["page-reader"])
-		tab, tabID := openTestPage(t, ext)
-		popup := page(t, extURL(fmt.Sprintf("popup.html?tab=%d", tabID)))
-		waitFor(t, popup, `document.querySelector('#agent option[value="e2e-closed-wasm"]')`)
-		eval[bool](t, popup, `(document.getElementById('agent').value = 'e2e-closed-wasm', document.getElementById('input').value = 'shout', true)`)
-		click(t, popup, "run")
-		tg := nextPrompt(t)
-		closeTab(t, popup)
-		waitPromptGone(t, tg, "the popup that started the run closed")
-		if r := lateAnswer(t, ext, promptIDOf(t, tg)); r.Success || r.Code != "prompt_cancelled" {
-			t.Fatalf("a late answer got %+v; want refused with prompt_cancelled", r)
-		}
-		if h1 := eval[string](t, tab, `document.querySelector('h1').textContent`); h1 != "quiet heading" {
-			t.Fatalf("the page was written after its popup closed: %q", h1)
-		}
-	})
 }
 
 // keptSize is the size of the checkpoint the extension keeps.

@@ -322,3 +322,25 @@ func TestViewerTokenReachesNoOtherPort(t *testing.T) {
 		t.Errorf("a tab without the token says %q", note)
 	}
 }
+
+// TestViewerAuditPage: the audit trail's line opens a page of the
+// records it vouches for, with the checkpoint that signs them; the page is
+// measured and checked as the extension's screens are.
+func TestViewerAuditPage(t *testing.T) {
+	data := t.TempDir()
+	canary := serve(t, func(w http.ResponseWriter, r *http.Request) {})
+	viewerRun(t, data, "viewer-audited", canary.URL+"/a")
+	link := startViewer(t, data)
+	view := page(t, link)
+	waitFor(t, view, `document.getElementById('audit-status').className.includes('consistent')`)
+	click(t, view, "audit-open")
+	waitFor(t, view, `document.querySelector('#audit-records tbody tr[data-seq]') && document.getElementById('audit-summary').textContent.includes('records, signed')`)
+	rows := eval[string](t, view, `[...document.querySelectorAll('#audit-records tbody tr')].map(r => r.textContent).join('\n')`)
+	if !strings.Contains(rows, "viewer-audited") || !strings.Contains(rows, "network.fetch") {
+		t.Errorf("the audit page shows:\n%s", rows)
+	}
+	checkScreen(t, view, "viewer-audit", 1000, 800, "#audit-close")
+	if canary.hits.Load() != 0 {
+		t.Errorf("the canary was hit %d times", canary.hits.Load())
+	}
+}

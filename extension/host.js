@@ -31,13 +31,35 @@ export function el(tag, text, attrs = {}) {
   return e;
 }
 
-// showHostProblem asks the host hello and, when its protocol version is
-// not this extension's (or no host answers), says so in element id, in
-// the words native.js chose: which side is older and what to update.
+// showHostProblem asks the host hello and, when no host answers or its
+// protocol version is not this extension's, says so in element id and
+// resolves false. A host that is not installed (Chrome finds no host
+// manifest) gets the two lines that fix it, with this extension's id;
+// a host of another version, the words native.js chose: which side is
+// older and what to update.
 export async function showHostProblem(id) {
   const r = await host('hello');
-  const line = document.getElementById(id);
-  if (!line) return;
-  line.hidden = r.success;
-  line.textContent = r.success ? '' : `nmhost cannot be used: ${r.error} [${r.code}]`;
+  const box = document.getElementById(id);
+  if (!box) return r.success;
+  box.hidden = r.success;
+  if (r.success) {
+    box.replaceChildren();
+    return true;
+  }
+  const missing = /not found|forbidden|host_unavailable/i.test(`${r.code} ${r.error}`);
+  if (!missing) {
+    box.replaceChildren(el('strong', 'nmhost cannot be used: '), `${r.error} [${r.code}]`);
+    box.dataset.problem = r.code;
+    return false;
+  }
+  box.dataset.problem = 'host_missing';
+  const ext = chrome.runtime.id;
+  box.replaceChildren(
+    el('strong', 'agentgate needs its helper program, nmhost, and cannot find it.'),
+    el('p', 'Install it for this browser, then check it, in a terminal:'),
+    el('pre', `nmhost install --extension-id ${ext}\nnmhost doctor --extension-id ${ext}`, { class: 'commands' }),
+    el('p', 'Then open this window again. The README says how to build nmhost.', { class: 'small' }),
+  );
+  box.title = `Chrome said: ${r.error}`;
+  return false;
 }

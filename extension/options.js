@@ -9,6 +9,7 @@ import { chromePermissionFor, askChromePermission } from './chromeperms.js';
 import { startPython } from './pyclient.js';
 import { currentSession, setCurrentSession, startSession } from './sessions.js';
 import { showAudit, followAudit } from './auditview.js';
+import { installSheet, chips } from './consent.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -74,10 +75,44 @@ async function loadAgents() {
     tr.lastChild.append(test);
     return tr;
   }));
+  await loadExamples(new Set(agents.map((a) => a.profile.agentId)));
   const sel = $('fetch-agent');
   const keep = sel.value;
   sel.replaceChildren(...agents.map((a) => el('option', a.profile.agentId, { value: a.profile.agentId })));
   if (keep) sel.value = keep;
+}
+
+// loadExamples lists the bundled examples with what each asks for, and
+// an Install button that opens its sheet: nothing is installed, and
+// nothing granted, before the person confirms there.
+async function loadExamples(installed) {
+  let r;
+  try {
+    r = await chrome.runtime.sendMessage({ type: 'examples' });
+  } catch {
+    return;
+  }
+  const examples = r?.data?.examples || [];
+  fill($('examples'), examples.map(({ profile: p }) => {
+    const li = el('li', null, { 'data-agent': p.agentId, class: 'example' });
+    const here = installed.has(p.agentId);
+    li.dataset.installed = String(here);
+    const head = el('div', null, { class: 'example-head' });
+    head.append(el('strong', p.name || p.agentId), ' ', el('span', p.runtime === 'python' ? 'Python' : 'WebAssembly', { class: 'muted small' }));
+    const act = here ? el('span', 'installed', { class: 'muted' }) : el('button', 'Install…', { class: 'install', 'data-agent': p.agentId, 'aria-label': `Install ${p.name || p.agentId}…` });
+    if (!here) {
+      act.addEventListener('click', async () => {
+        const res = await installSheet(p, (prof) => chrome.runtime.sendMessage({ type: 'install-example', agentId: prof.agentId }));
+        if (res.installed && res.chromeRefused.length) {
+          $('status').textContent = `${p.name || p.agentId} is installed; Chrome did not give ${res.chromeRefused.join(', ')}, so those calls are refused until you allow it below.`;
+        }
+        refresh();
+      });
+    }
+    head.append(' ', act);
+    li.append(head, el('div', p.description || '', { class: 'small' }), chips(p));
+    return li;
+  }));
 }
 
 const when = (ms) => new Date(ms).toLocaleString();
@@ -215,6 +250,46 @@ $('py-run').addEventListener('click', async () => {
   if (r.sessionId) await setCurrentSession(r.sessionId);
   await showSession();
   out.dataset.status = r.status;
+  loadDenials();
+});
+
+// A workflow started here: the whole plan is asked about in one prompt
+// before anything runs; each task's end shows as it comes. It runs in the
+// current session (a new one when none is current), and ends with this
+// page.
+const WF_EXAMPLE = {
+  id: 'fetch-and-post',
+  tasks: [
+    { id: 'page', call: { agentId: 'fetcher', operation: 'network.fetch', url: 'https://example.com/' } },
+    { id: 'size', dependsOn: ['page'], code: { op: 'code:access', expr: 'size(r.page.body)' } },
+  ],
+};
+$('wf-json').value = JSON.stringify(WF_EXAMPLE, null, 2);
+$('wf-run').addEventListener('click', async () => {
+  const out = $('wf-output');
+  delete out.dataset.status;
+  let workflow;
+  try {
+    workflow = JSON.parse($('wf-json').value);
+  } catch (e) {
+    out.textContent = `This is not JSON: ${e.message}`;
+    out.dataset.status = 'bad_request';
+    return;
+  }
+  out.textContent = 'Waiting for your answer to its plan…\n';
+  $('wf-run').disabled = true;
+  const sessionId = (await currentSession()) || (await startSession());
+  const r = await host('run-workflow', { workflow, sessionId }, (ev) => {
+    if (ev.event === 'task-result') out.textContent += `${ev.data.task} (layer ${ev.data.layer}): ${ev.data.status}\n`;
+  });
+  $('wf-run').disabled = false;
+  if (r.success) {
+    out.textContent += `The workflow ended: ${r.data.status} (${r.data.prompts} ${r.data.prompts === 1 ? 'prompt' : 'prompts'}).`;
+    out.dataset.status = r.data.status;
+  } else {
+    out.textContent += `Not run: ${r.error} [${r.code}]`;
+    out.dataset.status = r.code;
+  }
   loadDenials();
 });
 

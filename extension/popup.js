@@ -4,7 +4,8 @@
 // a new one (medium); a run with no current session starts one, which then
 // becomes current.
 import { host, el, showHostProblem } from './host.js';
-import { startPython, stopPython, latestPython, followPython, warmPython, pyodideMissing } from './pyclient.js';
+import { startPython, startModule, stopPython, latestPython, followPython, warmPython, pyodideMissing } from './pyclient.js';
+import { chips } from './consent.js';
 import { currentSession, setCurrentSession, listSessions, startSession } from './sessions.js';
 import { showAudit, followAudit } from './auditview.js';
 
@@ -65,17 +66,41 @@ async function ranIn(sessionId) {
   }
 }
 
+// The installed agents by id, for the line under the picker.
+let agentsById = new Map();
+
+// showAgent says what the picked agent is: its description and the
+// permissions it holds, as chips.
+function showAgent() {
+  const a = agentsById.get($('agent').value);
+  $('agent-description').textContent = a ? (a.profile.description || 'No description.') : '';
+  $('agent-chips').replaceChildren(...(a ? [chips(a.profile)] : []));
+}
+
 async function init() {
-  await showHostProblem('host-problem');
-  await showSessions();
-  const r = await host('list-agents');
-  const agents = r.success ? r.data.agents : [];
-  $('agent').replaceChildren(...agents.filter((a) => a.moduleSha256).map((a) => el('option', a.profile.agentId,
+  // No host, or one of another version: the banner says how to fix it,
+  // and nothing can run until then.
+  const ok = await showHostProblem('host-problem');
+  $('run').disabled = !ok;
+  if (!ok) {
+    $('session-current').textContent = 'none (nmhost is not reachable)';
+    $('run-state').textContent = 'Run is off until nmhost answers.';
+  } else {
+    await showSessions();
+  }
+  const r = ok ? await host('list-agents') : { success: false };
+  const agents = r.success ? r.data.agents.filter((a) => a.moduleSha256) : [];
+  agentsById = new Map(agents.map((a) => [a.profile.agentId, a]));
+  // By name, with the id where two share one.
+  $('agent').replaceChildren(...agents.map((a) => el('option', a.profile.name ? `${a.profile.name} (${a.profile.agentId})` : a.profile.agentId,
     { value: a.profile.agentId, 'data-runtime': a.profile.runtime || 'wasm' })));
+  $('no-agents').hidden = !ok || agents.length > 0;
+  $('run-form').hidden = ok && agents.length === 0;
+  showAgent();
   // A Python agent among them: the popup says so plainly when the
   // extension was loaded without Pyodide.
   if (agents.some((a) => a.profile.runtime === 'python') && (await pyodideMissing())) $('pyodide-missing').hidden = false;
-  showLastPythonRun();
+  showLastRun();
   const tab = await targetTab();
   // The title and URL are visible only for the tab the action was clicked
   // on (activeTab; the extension does not ask for "tabs").
@@ -87,6 +112,7 @@ async function init() {
 // starts warm when they take a few seconds. Only on that pick: a load
 // takes both cores for seconds, which a module's run should not pay for.
 $('agent').addEventListener('change', () => {
+  showAgent();
   if ($('agent').selectedOptions[0]?.dataset.runtime === 'python' && $('pyodide-missing').hidden) warmPython();
 });
 
@@ -101,48 +127,43 @@ $('run').addEventListener('click', async () => {
   // ephemeral session); the popup's runs continue a session, so one is
   // started first when none is current.
   const sessionId = (await currentSession()) || (await startSession());
-  const showDenial = (d) => denials.append(el('li', `${d.permission}: ${d.code}: ${d.context?.reason || ''}`, { 'data-code': d.code }));
-  if ($('agent').selectedOptions[0]?.dataset.runtime === 'python') {
-    // Python runs in the offscreen document, not here: this popup may
-    // close (a prompt takes the focus) and the run goes on; the host
-    // decides every call.
-    const { ref, done } = await startPython({ agentId: $('agent').value, input: $('input').value, tabId: tab?.id, sessionId,
-      onOutput: (text) => { out.textContent += text; }, onDenial: showDenial });
-    $('stop').hidden = false;
-    $('stop').onclick = () => stopPython(ref);
-    const r = await done;
-    $('stop').hidden = true;
-    out.textContent = r.output;
-    if (r.code) out.textContent += `\n[${r.code}] ${r.error || ''}`;
-    out.dataset.timings = JSON.stringify(r.timings);
-    await ranIn(r.sessionId);
-    out.dataset.session = r.sessionId || '';
-    out.dataset.status = r.status; // last: a run's end is seen with its session
-    return;
-  }
-  // The service worker binds the run to the document this tab holds now
-  // and takes the origin from that document, not from tab.url.
-  const r = await host('run-agent', { agentId: $('agent').value, input: $('input').value, tabId: tab?.id, sessionId }, (ev) => {
-    if (ev.event === 'output') out.textContent += ev.data.text;
-    if (ev.event === 'denial') denials.append(el('li', `${ev.data.permission}: ${ev.data.code}: ${ev.data.context?.reason || ''}`, { 'data-code': ev.data.code }));
-  });
-  if (r.success) {
-    // The reply holds the whole output; streamed pieces may still be in flight.
-    out.textContent = r.data.output;
-    if (r.data.code) out.textContent += `\n[${r.data.code}] ${r.data.error}`;
-    await ranIn(r.data.sessionId);
-    out.dataset.session = r.data.sessionId;
-    out.dataset.status = r.data.status; // last: a run's end is seen with its session
-  } else {
-    out.dataset.status = r.code;
-    out.textContent += `\n[${r.code}] ${r.error}`;
-  }
+  // A denial line: what was refused, then why; the code once.
+  const showDenial = (d) => denials.append(el('li', `${d.permission}: ${d.context?.reason || d.code}`, { 'data-code': d.code, title: d.code }));
+  const python = $('agent').selectedOptions[0]?.dataset.runtime === 'python';
+  // Neither kind of run is this popup's: a Python run lives in the
+  // offscreen document, a module's in the service worker. This popup may
+  // close (a prompt takes the focus) and the run goes on; the host
+  // decides every call, and the popup opened again shows the run.
+  const start = python ? startPython : startModule;
+  $('run').disabled = true;
+  $('run-state').textContent = python ? 'Loading Python…' : 'Running…';
+  let first = true;
+  const { ref, done } = await start({ agentId: $('agent').value, input: $('input').value, tabId: tab?.id, sessionId,
+    onOutput: (text) => {
+      if (first) $('run-state').textContent = 'Running…';
+      first = false;
+      out.textContent += text;
+    },
+    onDenial: showDenial });
+  $('stop').hidden = false;
+  $('stop').onclick = () => stopPython(ref);
+  const r = await done;
+  $('stop').hidden = true;
+  $('run').disabled = false;
+  $('run-state').textContent = r.status === 'ok' ? 'Done.' : `Ended: ${r.status}`;
+  out.textContent = r.output || '';
+  if (r.code) out.textContent += `\n[${r.code}] ${r.error || ''}`;
+  if (r.timings) out.dataset.timings = JSON.stringify(r.timings);
+  await ranIn(r.sessionId);
+  out.dataset.session = r.sessionId || '';
+  out.dataset.status = r.status; // last: a run's end is seen with its session
 });
-// showLastPythonRun shows the newest Python run the service worker kept:
-// one this popup started before Chrome closed it (a prompt took the
-// focus) goes on, and its output and end show here when the popup opens
-// again.
-async function showLastPythonRun() {
+
+// showLastRun shows the newest run the service worker kept, of either
+// kind: one this popup started before Chrome closed it (a prompt took
+// the focus) goes on, and its output and end show here when the popup
+// opens again.
+async function showLastRun() {
   let run;
   try {
     run = await latestPython();
@@ -153,10 +174,10 @@ async function showLastPythonRun() {
   const box = $('last-run');
   const out = $('last-output');
   box.hidden = false;
-  $('last-agent').textContent = run.agentId;
+  $('last-agent').textContent = agentsById.get(run.agentId)?.profile.name || run.agentId;
   out.textContent = run.output;
   const r = await followPython(run, { onOutput: (text) => { out.textContent += text; } });
-  out.textContent = r.output + (r.code ? `\n[${r.code}] ${r.error || ''}` : '');
+  out.textContent = (r.output || '') + (r.code ? `\n[${r.code}] ${r.error || ''}` : '');
   out.dataset.status = r.status;
 }
 

@@ -22,6 +22,7 @@
 // only with that digest and the prompt's id.
 import { native } from './native.js';
 import { shownDigest } from './shown.js';
+import { chromePermissionFor } from './chromeperms.js';
 
 // Every answer a prompt of each kind can ever carry. What one prompt
 // offers is the host's `offers`, within these; the host refuses anything
@@ -86,11 +87,59 @@ function ask(conn, m, who, allowed) {
   });
 }
 
+// The window's width; its height follows its content (prompt.js sizes
+// it once shown), from a first guess.
+const WIDTH = 520;
+
+// agentName is the name an installed agent's profile gives, for the
+// prompt's sentence; '' when it has none or the host cannot say.
+async function agentName(agentId) {
+  try {
+    const r = await native.request('list-agents', {}, { timeoutMs: 5000 });
+    const a = (r?.data?.agents || []).find((x) => x.profile?.agentId === agentId);
+    return typeof a?.profile?.name === 'string' ? a.profile.name.slice(0, 80) : '';
+  } catch {
+    return '';
+  }
+}
+
+// chromeNeed is the Chrome permission the prompt's operation needs and
+// Chrome has not given: its Allow asks for it (prompt.js).
+async function chromeNeed(m) {
+  const p = chromePermissionFor(String(m.permission || '')) || chromePermissionFor(String(m.operation || ''));
+  if (!p) return '';
+  try {
+    return (await chrome.permissions.contains({ permissions: [p] })) ? '' : p;
+  } catch {
+    return p;
+  }
+}
+
+// over places a window of width w and height h over the browser window
+// the person used last, near its top: the prompt opens where they look,
+// not in a corner of the screen.
+async function over(w, h) {
+  try {
+    const b = await chrome.windows.getLastFocused({ windowTypes: ['normal'] });
+    if (!Number.isInteger(b?.left) || !Number.isInteger(b?.width)) return {};
+    return { left: Math.max(0, b.left + Math.round((b.width - w) / 2)), top: Math.max(0, b.top + Math.min(96, Math.round((b.height - h) / 4))) };
+  } catch {
+    return {};
+  }
+}
+
 async function show(e) {
   e.shown = true;
-  const url = chrome.runtime.getURL(`prompt.html?id=${e.promptId}#${encodeURIComponent(JSON.stringify(e.details))}`);
+  const q = new URLSearchParams({ id: e.promptId });
+  if (!e.details.tasks) {
+    const [who, need] = await Promise.all([agentName(String(e.details.agentId || '')), chromeNeed(e.details)]);
+    if (who) q.set('who', who);
+    if (need) q.set('need', need);
+  }
+  const url = chrome.runtime.getURL(`prompt.html?${q}#${encodeURIComponent(JSON.stringify(e.details))}`);
+  const height = e.details.tasks ? 600 : 420;
   try {
-    const win = await chrome.windows.create({ url, type: 'popup', width: 520, height: e.details.tasks ? 600 : 480, focused: true });
+    const win = await chrome.windows.create({ url, type: 'popup', width: WIDTH, height, focused: true, ...(await over(WIDTH, height)) });
     e.windowId = win.id;
     // Answered or withdrawn while the window was being made.
     if (e.done) chrome.windows.remove(win.id).catch(() => {});

@@ -1,4 +1,5 @@
-// An extension page's side of a Python run: it asks the service worker to
+// An extension page's side of a run (a Python agent's, or a module's:
+// startModule): it asks the service worker to
 // start one (the run itself is in the offscreen document, pyhost.js) and
 // follows its progress, relayed as {type: 'python-event', ref, event}. The
 // page may close at any time: the run goes on, and a page opened later can
@@ -43,6 +44,23 @@ export async function startPython({ agentId, input, tabId, sessionId = '', onOut
   }
   const done = followed.then((res) => ({ ...res, timings: { ...(res.timings || {}), askedMs } }));
   return { ref, done };
+}
+
+// startModule starts a WebAssembly agent the same way: the service worker
+// holds its run (moduleruns.js), which outlives this page.
+export async function startModule({ agentId, input, tabId, sessionId = '', onOutput, onDenial }) {
+  const ref = crypto.randomUUID();
+  const followed = follow(ref, { onOutput, onDenial });
+  let r;
+  try {
+    r = await chrome.runtime.sendMessage({ type: 'module-start', ref, agentId, input, tabId, sessionId });
+  } catch (e) {
+    r = { success: false, code: 'internal_error', error: String(e.message || e) };
+  }
+  if (!r?.success) {
+    return { ref, done: Promise.resolve({ status: r?.code || 'internal_error', code: r?.code || 'internal_error', error: r?.error, output: '' }) };
+  }
+  return { ref, done: followed };
 }
 
 export const stopPython = (ref) => chrome.runtime.sendMessage({ type: 'python-stop', ref });

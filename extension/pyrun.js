@@ -130,6 +130,32 @@ async function run({ ref, agentId, input, tabId, sessionId, onOutput, onDenial, 
   const watch = chrome.runtime.connect({ name: 'python-run' });
   let run = null;
   let timer = null;
+  // The executionTimeout's clock: it stands still while calls of the run
+  // wait for a person (pauses nest), and the sandbox's with it.
+  const clock = {
+    left: 0, since: 0, held: 0,
+    start(ms) {
+      this.left = ms;
+      this.run();
+    },
+    run() {
+      this.since = performance.now();
+      timer = setTimeout(() => finish({ status: 'timeout', error: `the agent ran longer than its executionTimeout of ${run.executionTimeout} ms and was stopped` }),
+        Math.max(0, this.left));
+    },
+    pause() {
+      if (this.held++ > 0 || timer === null) return;
+      clearTimeout(timer);
+      timer = null;
+      this.left -= performance.now() - this.since;
+      box.send({ type: 'pause' });
+    },
+    resume() {
+      if (this.held === 0 || --this.held > 0 || closed) return;
+      box.send({ type: 'resume' });
+      this.run();
+    },
+  };
   let calls = 0;
   const absentTouches = new Map(); // name -> times touched
   // counted is false once the run passed MAX_CALLS, which ends it.
@@ -151,7 +177,21 @@ async function run({ ref, agentId, input, tabId, sessionId, onOutput, onDenial, 
       case 'call': {
         if (!counted()) break;
         const t = performance.now();
-        const r = await host('agent-call', { runId: run?.runId, agentId, operation: String(msg.name), params: msg.params || {} });
+        // A call that waits for a person stops the run's clock, here and
+        // in the sandbox, until the person has answered (the host says
+        // so on the call: "waiting", then "resumed").
+        let held = false;
+        const onEvent = (ev) => {
+          if (ev.event === 'waiting' && !held) {
+            held = true;
+            clock.pause();
+          } else if (ev.event === 'resumed' && held) {
+            held = false;
+            clock.resume();
+          }
+        };
+        const r = await host('agent-call', { runId: run?.runId, agentId, operation: String(msg.name), params: msg.params || {} }, onEvent);
+        if (held) clock.resume();
         timings.lastCallMs = performance.now() - t;
         if (!r?.success) onDenial({ permission: msg.name, code: r?.code, context: { reason: r?.error } });
         box.send({ type: 'result', id: msg.id, reply: r?.success ? { ok: true, data: r.data } : { ok: false, code: r?.code, error: r?.error } });
@@ -207,8 +247,7 @@ async function run({ ref, agentId, input, tabId, sessionId, onOutput, onDenial, 
     run = r.data;
     watch.postMessage({ runId: run.runId, agentId });
     timings.startedAt = performance.now();
-    timer = setTimeout(() => finish({ status: 'timeout', error: `the agent ran longer than its executionTimeout of ${run.executionTimeout} ms and was stopped` }),
-      run.executionTimeout);
+    clock.start(run.executionTimeout);
     box.send({ type: 'run', agentId, source: run.source, api: run.api, absent: Object.keys(run.absent || {}), input: run.input, maxMemory: run.maxMemory,
       timeoutMs: run.executionTimeout });
   }

@@ -3,9 +3,10 @@
 import { native } from './native.js';
 import { browserCall, bindTab, runToken } from './browser.js';
 import { prompt, promptLayer, promptAnswered, promptCancel, promptStatus } from './prompts.js';
-import { installBundledAgents } from './agents.js';
+import { listExamples, installExample } from './examples.js';
 import { checkAudit, restartAudit, auditSoon } from './audit.js';
 import { pythonStart, pythonProgress, pythonStop, pythonRuns, pythonWarm, pythonState } from './pyruns.js';
+import { moduleStart } from './moduleruns.js';
 
 // Requests an extension page may forward to the host.
 const PAGE_REQUESTS = new Set([
@@ -64,6 +65,16 @@ const pageHandlers = {
   // The window's answer, with its digest of the prompt it showed (shown.js).
   'prompt-answer': (msg) => promptAnswered(String(msg.promptId), String(msg.answer), msg.shown, msg.about),
   'prompt-status': async (msg) => promptStatus(String(msg.promptId)),
+  // The bundled examples: listed for the install sheet, installed only
+  // when a page asks after the person confirmed it (examples.js).
+  examples: () => listExamples(),
+  'install-example': async (msg) => {
+    try {
+      return await installExample(msg);
+    } finally {
+      auditSoon();
+    }
+  },
   // The audit trail's check (audit.js): the options page and the popup ask on open.
   'audit-check': () => checkAudit(),
   'audit-restart': () => restartAudit(),
@@ -75,6 +86,9 @@ const pageHandlers = {
   'python-warm': pythonWarm,
   'python-state': pythonState,
   'python-progress': pythonProgress,
+  // A module's run (moduleruns.js): held here, so it outlives the popup
+  // that started it; python-stop and python-runs serve it too.
+  'module-start': moduleStart,
 };
 
 // The content-script world (the page mediator, content.js) asks nothing of
@@ -144,8 +158,9 @@ export function onMessage(msg, sender, sendResponse) {
   return true; // the answer comes asynchronously
 }
 
+// Installing the extension installs no agent: the bundled examples wait
+// for a person to confirm each one (examples.js).
 export function onInstalled() {
-  installBundledAgents().catch((e) => console.warn('agentgate: bundled agents not installed:', e.message || e));
   onStartup();
 }
 

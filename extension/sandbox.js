@@ -14,6 +14,23 @@
 
   const toPage = (msg) => window.parent.postMessage({ ...msg, token }, parentOrigin);
 
+  // The run's clock: what is left of its executionTimeout, counted while
+  // it runs.
+  let timer = null;
+  let limit = 0;
+  let left = null;
+  let since = 0;
+  function arm() {
+    since = Date.now();
+    timer = setTimeout(() => {
+      timer = null;
+      if (!worker) return;
+      worker.terminate();
+      worker = null;
+      toPage({ type: 'done', status: 'timeout', error: `the agent ran longer than its executionTimeout of ${limit} ms and was stopped` });
+    }, Math.max(0, left));
+  }
+
   function startWorker() {
     // A sandboxed page cannot start a worker from a URL (its origin is
     // opaque); a blob worker can, and imports the worker module from the
@@ -41,18 +58,29 @@
       worker = null;
       return;
     }
+    // The page stops the run's clock while a call waits for a person,
+    // and starts it again after (pyrun.js): this frame's timer too.
+    if (msg.type === 'pause') {
+      if (timer !== null) {
+        clearTimeout(timer);
+        timer = null;
+        left -= Date.now() - since;
+      }
+      return;
+    }
+    if (msg.type === 'resume') {
+      if (timer === null && left !== null) arm();
+      return;
+    }
     const { token: _, timeoutMs, ...rest } = msg;
     if (msg.type === 'run' && Number(timeoutMs) > 0) {
       // The run's executionTimeout, kept here as well as in the page,
       // which is busy with the output it shows: this frame only relays
       // (at most 1 MiB of output, cut in the worker), so its timer fires
       // on time and ends the worker.
-      setTimeout(() => {
-        if (!worker) return;
-        worker.terminate();
-        worker = null;
-        toPage({ type: 'done', status: 'timeout', error: `the agent ran longer than its executionTimeout of ${Number(timeoutMs)} ms and was stopped` });
-      }, Number(timeoutMs));
+      limit = Number(timeoutMs);
+      left = limit;
+      arm();
     }
     worker?.postMessage(rest);
   });

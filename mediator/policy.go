@@ -416,6 +416,9 @@ func (p *Policy) prompt(ctx context.Context, op Operation, d PolicyDecision) Pol
 		return d
 	}
 	rule, _ := RuleFor(op)
+	// The run's executionTimeout stands still while the person decides
+	// (RunClock): the prompt has its own PromptTimeout.
+	defer PauseRun(ctx)()
 	pctx, cancel := context.WithTimeout(ctx, p.opts.PromptTimeout)
 	defer cancel()
 	offers := PromptOffers(op)
@@ -428,7 +431,7 @@ func (p *Policy) prompt(ctx context.Context, op Operation, d PolicyDecision) Pol
 	}
 	if err != nil {
 		d.Code, d.DecidedBy = CodePromptTimeout, "prompt:timeout"
-		d.Reason = "nobody answered the prompt in time"
+		d.Reason = fmt.Sprintf("the prompt went unanswered for %v, so it counts as deny; run the agent again to be asked again", p.opts.PromptTimeout)
 		if c := CodeOf(err); c == CodePromptCancelled {
 			// Withdrawn: the run it was for ended first.
 			d.Code, d.DecidedBy, d.Reason = c, "prompt:cancelled", MessageOf(err)

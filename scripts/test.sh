@@ -122,6 +122,12 @@ current="MCP reference servers"; phase "$current"
 NMHOST_MCP_SERVERS=$(./scripts/mcp-servers.sh)
 export NMHOST_MCP_SERVERS
 
+# The browser tests check each screen of the extension with axe-core
+# (pinned in tools/axe/package-lock.json): installed before they start, so
+# no apt-get or npm runs beside them.
+current="axe-core"; phase "$current"
+./scripts/fetch-axe.sh >/dev/null
+
 # From here the browser tests run in the background (start_e2e, above).
 start_e2e
 

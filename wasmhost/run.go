@@ -192,8 +192,10 @@ func (ru *run) execute(ctx context.Context) Result {
 	}
 	ru.compile = res.Compile
 
-	runCtx, cancelTimeout := context.WithTimeout(ctx, p.Capabilities.Timeout())
-	defer cancelTimeout()
+	// The run's clock stands still while a prompt of it waits for the
+	// person (mediator.RunClock): the executionTimeout is the agent's time.
+	runCtx, clock := mediator.WithRunClock(ctx, p.Capabilities.Timeout())
+	defer clock.Stop()
 	runCtx, ru.cancel = context.WithCancelCause(runCtx)
 	defer ru.cancel(nil)
 	ru.ctx = runCtx

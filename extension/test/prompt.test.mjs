@@ -31,6 +31,7 @@ class Element {
     this.listeners = {};
   }
   replaceChildren(...c) { this.children = c; }
+  setAttribute(k, v) { this[`@${k}`] = String(v); }
   append(...c) { this.children.push(...c); }
   addEventListener(type, fn) { (this.listeners[type] ||= []).push(fn); }
   click() { for (const fn of this.listeners.click || []) fn(); }
@@ -40,9 +41,15 @@ class Element {
 
 // open shows the prompt for details, as the service worker opens it, and
 // returns the page, what it sent, and its timers to run by hand.
-function open(details, { waiting = 0, who = [], others = 0 } = {}) {
+function open(details, { waiting = 0, who = [], others = 0, search = '?id=p1', chromeGives } = {}) {
   const byId = new Map();
-  for (const m of html.matchAll(/<(\w+)([^>]*)\sid="([^"]+)"([^>]*)>/g)) byId.set(m[3], new Element(m[1], m[2] + m[4]));
+  for (const m of html.matchAll(/<(\w+)([^>]*)\sid="([^"]+)"([^>]*)>([^<]*)/g)) {
+    const e = new Element(m[1], m[2] + m[4]);
+    // A button's label is its text.
+    if (m[1] === 'button') e.textContent = m[5];
+    byId.set(m[3], e);
+  }
+  let nowMs = 1e12;
   const sent = [];
   const timers = [];
   const docListeners = {};
@@ -62,13 +69,18 @@ function open(details, { waiting = 0, who = [], others = 0 } = {}) {
       sendMessage: async (m) => { sent.push(JSON.parse(JSON.stringify(m))); return m.type === 'prompt-status' ? { success: true, waiting, who, others } : undefined; },
       onMessage: { addListener: () => {} },
     },
+    permissions: { request: async (p) => { sent.push({ type: 'chrome-permission', ...JSON.parse(JSON.stringify(p)) }); return chromeGives; } },
   };
   const context = {
     document, window, chrome, URLSearchParams,
     shownDigest,
-    location: { search: '?id=p1', hash: `#${encodeURIComponent(JSON.stringify(details))}` },
+    location: { search, hash: `#${encodeURIComponent(JSON.stringify(details))}` },
     setTimeout: (fn) => { timers.push(fn); return timers.length; },
     clearTimeout: () => {},
+    setInterval: () => 0,
+    // The page's clock, moved by hand (advance).
+    Date: { now: () => nowMs },
+    clearInterval: () => {},
   };
   vm.runInNewContext(source, context, { filename: 'prompt.js' });
   const $ = (id) => {
@@ -81,8 +93,9 @@ function open(details, { waiting = 0, who = [], others = 0 } = {}) {
     $, sent, window,
     // settle lets the inert period end.
     settle: () => { while (timers.length) timers.shift()(); },
+    advance: (ms) => { nowMs += ms; },
     focus: () => fire(winListeners, 'focus'),
-    key: (key) => { const ev = { key, prevented: false, preventDefault() { this.prevented = true; } }; fire(docListeners, 'keydown', ev); return ev.prevented; },
+    key: (key, mods = {}) => { const ev = { key, ...mods, prevented: false, preventDefault() { this.prevented = true; } }; fire(docListeners, 'keydown', ev); return ev.prevented; },
   };
 }
 
@@ -103,6 +116,25 @@ test('an operation\'s prompt names the agent, the operation and the exact target
   assert.equal(p.$('reason').textContent, 'It changes something outside the browser.');
   assert.equal(p.$('permission-set').textContent, '(none named)');
   assert.equal(p.$('layer').hidden, true);
+  assert.equal(p.$('action').text, 'send a POST request to https://api.example.com/v1');
+  assert.equal(p.$('countdown').dataset.left, '60');
+});
+
+test('the prompt leads with one sentence: the agent\'s name, what it wants, where', async (t) => {
+  for (const [name, d, search, sentence] of [
+    ['a heading', { operation: 'page.write.setElementText', target: { selector: 'h1', origin: 'http://127.0.0.1:8931', textLength: 5 } }, '?id=p1&who=Page+reader',
+      'Page reader wants to change the heading of http://127.0.0.1:8931'],
+    ['another element', { operation: 'page.write.setElementText', target: { selector: '#x\u202e', origin: 'https://a.example' } }, '?id=p1',
+      'fetcher wants to change the element #x\\u202e of https://a.example'],
+    ['a clipboard write', { operation: 'clipboard.write', target: { textLength: 2 } }, '?id=p1&who=Clip',
+      'Clip wants to copy text to your clipboard (2 bytes)'],
+    ['a name with an override', { operation: 'clipboard.read' }, '?id=p1&who=evil%E2%80%AEgood', 'evil\\u202egood wants to read your clipboard'],
+  ]) {
+    await t.test(name, () => {
+      const p = open({ ...fetchDetails, ...d }, { search });
+      assert.equal(`${p.$('agent').text} wants to ${p.$('action').text}`, sentence);
+    });
+  }
 });
 
 test('what an agent chose is escaped and isolated', async (t) => {
@@ -185,7 +217,7 @@ test('no answer is given while the window is inert', async () => {
   p.settle();
   assert.ok(!p.$('deny').disabled && !p.$('allow-once').disabled);
   assert.ok(p.$('allow-session').disabled, 'a button not offered stays disabled');
-  assert.equal(p.key('Enter'), false);
+  assert.ok(p.key('Enter'), 'Enter presses nothing until keyboard answers are asked for');
   // Focus coming back makes it inert again.
   p.focus();
   assert.ok(p.$('deny').disabled);
@@ -240,4 +272,91 @@ test('the window counts the askers it does not name', async () => {
   const p = open(fetchDetails, { waiting: 1, who: [], others: 1 });
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(p.$('queue').text, '1 more request waits after this one: 1 from others.');
+});
+
+// settleAnswer waits the few turns of the event loop an answer takes.
+async function answersSent(p) {
+  for (let i = 0; i < 1000 && !p.sent.some((m) => m.type === 'prompt-answer'); i++) await new Promise((resolve) => setImmediate(resolve));
+  return p.sent.filter((m) => m.type === 'prompt-answer').map((m) => m.answer);
+}
+
+test('a remembered answer takes two steps: pick it under More…, then confirm', async () => {
+  const p = open(fetchDetails);
+  p.settle();
+  assert.equal(p.$('more').hidden, false);
+  assert.equal(p.$('more-answers').hidden, true);
+  p.$('more').click();
+  assert.equal(p.$('more-answers').hidden, false);
+  assert.equal(p.$('more')['@aria-expanded'], 'true');
+  assert.ok(p.$('remember-confirm').disabled, 'nothing to confirm before a pick');
+  p.$('always-allow').click();
+  for (let i = 0; i < 50; i++) await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(p.sent.filter((m) => m.type === 'prompt-answer'), [], 'a pick is not an answer');
+  assert.equal(p.$('remember-confirm').textContent, 'Confirm: Always allow');
+  p.$('remember-confirm').click();
+  assert.deepEqual(await answersSent(p), ['always-allow']);
+});
+
+test('a prompt with only once and deny has no More…', () => {
+  const p = open({ ...fetchDetails, offers: ['allow-once', 'deny'] });
+  assert.equal(p.$('more').hidden, true);
+});
+
+test('keys answer only after Alt+Shift+K, given when the keys before it stopped', async () => {
+  const p = open(fetchDetails);
+  p.settle();
+  for (const b of ['allow-once', 'deny', 'more']) assert.equal(p.$(b).tabIndex, -1, `${b} is out of the Tab order`);
+  // Typing straight into the gesture: refused.
+  p.key('a');
+  p.key('K', { altKey: true, shiftKey: true, code: 'KeyK' });
+  assert.equal(p.$('deny').tabIndex, -1, 'a gesture typed among other keys does not count');
+  assert.ok(p.key(' '), 'Space presses nothing');
+  // After a pause.
+  p.advance(1000);
+  p.key('K', { altKey: true, shiftKey: true, code: 'KeyK' });
+  assert.equal(p.$('deny').tabIndex, 0);
+  assert.equal(p.$('allow-once').tabIndex, 0);
+  assert.equal(p.key('Enter'), false, 'Enter now presses the focused button');
+  // Focus coming back puts keyboard answers off again.
+  p.focus();
+  assert.equal(p.$('deny').tabIndex, -1);
+});
+
+test('Escape denies once the window is live', async () => {
+  const p = open(fetchDetails);
+  p.key('Escape');
+  for (let i = 0; i < 50; i++) await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(p.sent.filter((m) => m.type === 'prompt-answer'), [], 'not while inert');
+  p.settle();
+  p.key('Escape');
+  assert.deepEqual(await answersSent(p), ['deny']);
+});
+
+test('an Allow that needs a Chrome permission asks Chrome in the same click', async (t) => {
+  const clip = { ...fetchDetails, operation: 'clipboard.write', permission: 'clipboard.write', target: { textLength: 2 } };
+  await t.test('Chrome gives it: the answer goes', async () => {
+    const p = open(clip, { search: '?id=p1&need=clipboardWrite', chromeGives: true });
+    assert.equal(p.$('chrome-needs').hidden, false);
+    p.settle();
+    p.$('allow-once').click();
+    assert.deepEqual(await answersSent(p), ['allow-once']);
+    assert.deepEqual(p.sent.find((m) => m.type === 'chrome-permission'), { type: 'chrome-permission', permissions: ['clipboardWrite'] });
+  });
+  await t.test('Chrome refuses: nothing is answered, and the window says why', async () => {
+    const p = open(clip, { search: '?id=p1&need=clipboardWrite', chromeGives: false });
+    p.settle();
+    p.$('allow-once').click();
+    for (let i = 0; i < 200; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(p.sent.filter((m) => m.type === 'prompt-answer'), []);
+    assert.equal(p.$('chrome-problem').hidden, false);
+    p.$('deny').click();
+    assert.deepEqual(await answersSent(p), ['deny']);
+  });
+  await t.test('Deny asks Chrome nothing', async () => {
+    const p = open(clip, { search: '?id=p1&need=clipboardWrite', chromeGives: true });
+    p.settle();
+    p.$('deny').click();
+    assert.deepEqual(await answersSent(p), ['deny']);
+    assert.equal(p.sent.filter((m) => m.type === 'chrome-permission').length, 0);
+  });
 });

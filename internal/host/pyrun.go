@@ -55,6 +55,11 @@ type pythonRun struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	expiry *time.Timer // ends the run at its deadline when nobody ends it (the page that ran it closed)
+	// paused counts the run's calls waiting for a person now, since
+	// pausedAt: its deadline stands still meanwhile (pyrun_pause.go).
+	// Under pythonRuns' lock.
+	paused   int
+	pausedAt time.Time
 	// bar holds the run's records as a module run's barrier does
 	// (runs.Deps.Barrier), and auth decides the run's calls under it:
 	// its log calls are one aggregate record, its local-only reads
@@ -142,7 +147,7 @@ func handlePythonRun(ctx context.Context, s *server, req *request) (any, error) 
 	now := time.Now()
 	var expired []*pythonRun
 	for k, r := range pythonRuns.m {
-		if now.After(r.deadline) {
+		if r.expiredAt(now) {
 			delete(pythonRuns.m, k)
 			expired = append(expired, r)
 		}
@@ -295,6 +300,11 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 	defer cancel(nil)
 	stop := context.AfterFunc(run.ctx, func() { cancel(context.Cause(run.ctx)) })
 	defer stop()
+	// While the call waits for a person, the run's deadline stands still,
+	// and the extension hears so on this call.
+	ctx = mediator.WithRunPauser(ctx, callPause{run: run, tell: func(ev string) {
+		_ = s.write(req.ID, event{ID: req.ID, Event: ev, Data: map[string]any{}})
+	}})
 	fn, ok := pyagent.Lookup(p.Operation)
 	if !ok {
 		return nil, mediator.Errorf(mediator.CodeUnknownOperation, "restricted_api has no function %q", clip(p.Operation))

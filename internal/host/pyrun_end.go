@@ -34,7 +34,7 @@ func findRun(s *server, runID, agentID string) (r *pythonRun, expired *pythonRun
 	pythonRuns.Lock()
 	defer pythonRuns.Unlock()
 	r, ok := pythonRuns.m[runID]
-	if ok && time.Now().After(r.deadline) {
+	if ok && r.expiredAt(time.Now()) {
 		delete(pythonRuns.m, runID)
 		ok, expired = false, r
 	}

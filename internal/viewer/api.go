@@ -32,6 +32,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/preferences/revoke", s.handleRevokePreference)
 	m.HandleFunc("GET /api/sessions/{id}/settings", s.handleGetSettings)
 	m.HandleFunc("PUT /api/sessions/{id}/settings", s.handlePutSettings)
+	m.HandleFunc("GET /api/audit", s.handleAuditRecords)
 	m.HandleFunc("GET /api/audit/checkpoint", s.handleAuditCheckpoint)
 	m.HandleFunc("POST /api/audit/consistency", s.handleAuditConsistency)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -2,9 +2,12 @@ package viewer
 
 import (
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/agentgate/nmhost/internal/app"
+	"github.com/agentgate/nmhost/mediator"
 )
 
 // The audit trail's checkpoint for the viewer page: the page keeps the
@@ -78,4 +81,66 @@ func unixMilli(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixMilli()
+}
+
+// The audit page: the records themselves, newest first by default, a
+// page at a time, so a person can open the "audit trail consistent" line
+// and read what it covers.
+
+// auditQuery is GET /api/audit's parameters: afterSeq (records after it,
+// oldest first), limit (1..app.MaxDenialPage, default 100), tail ("1":
+// the newest limit records). Each at most once; any other is refused.
+type auditQuery struct {
+	afterSeq int64
+	limit    int
+	tail     bool
+}
+
+func parseAuditQuery(q url.Values) (auditQuery, error) {
+	aq := auditQuery{limit: 100}
+	for key, vals := range q {
+		if len(vals) > 1 {
+			return aq, mediator.Errorf(mediator.CodeBadRequest, "parameter %q is given %d times", clip(key, 32), len(vals))
+		}
+		v := vals[0]
+		switch key {
+		case "afterSeq":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return aq, mediator.Errorf(mediator.CodeBadRequest, "afterSeq must be a whole number >= 0")
+			}
+			aq.afterSeq = n
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > app.MaxDenialPage {
+				return aq, mediator.Errorf(mediator.CodeBadRequest, "limit must be in 1..%d", app.MaxDenialPage)
+			}
+			aq.limit = n
+		case "tail":
+			if v != "1" && v != "0" {
+				return aq, mediator.Errorf(mediator.CodeBadRequest, "tail must be 1 or 0")
+			}
+			aq.tail = v == "1"
+		default:
+			return aq, mediator.Errorf(mediator.CodeBadRequest, "unknown parameter %q", clip(key, 32))
+		}
+	}
+	if aq.tail && aq.afterSeq != 0 {
+		return aq, mediator.Errorf(mediator.CodeBadRequest, "tail and afterSeq do not go together")
+	}
+	return aq, nil
+}
+
+func (s *Server) handleAuditRecords(w http.ResponseWriter, r *http.Request) {
+	aq, err := parseAuditQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, 0, err)
+		return
+	}
+	page, err := s.app.Audit().ListAudit(r.Context(), aq.afterSeq, aq.limit, aq.tail)
+	if err != nil {
+		writeError(w, 0, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
 }

@@ -157,3 +157,41 @@ func TestAuditConsistencyAPI(t *testing.T) {
 		}
 	})
 }
+
+// TestAuditRecordsAPI: GET /api/audit pages the records themselves, the
+// newest with tail=1; hostile or malformed parameters are refused, named.
+func TestAuditRecordsAPI(t *testing.T) {
+	v := newTestViewer(t, nil)
+	v.appendAudit(5)
+	var page store.AuditPage
+	v.api("GET", "/api/audit?tail=1&limit=2", "", 200, &page)
+	if len(page.Records) != 2 || page.Records[0].Seq != 4 || page.Records[1].Seq != 5 || page.Records[1].Operation.AgentID != "audited" {
+		t.Fatalf("tail page %+v", page)
+	}
+	v.api("GET", "/api/audit?afterSeq=1&limit=2", "", 200, &page)
+	if len(page.Records) != 2 || page.Records[0].Seq != 2 || page.NextAfterSeq != 3 {
+		t.Fatalf("page after 1 %+v", page)
+	}
+	v.api("GET", "/api/audit", "", 200, &page)
+	if len(page.Records) != 5 {
+		t.Fatalf("default page %+v", page)
+	}
+	for _, c := range []struct{ name, query string }{
+		{"negative afterSeq", "afterSeq=-1"},
+		{"afterSeq not a number", "afterSeq=1e3"},
+		{"limit zero", "limit=0"},
+		{"limit too big", "limit=100000"},
+		{"limit twice", "limit=1&limit=2"},
+		{"unknown parameter", "agentId=x"},
+		{"tail not 0 or 1", "tail=yes"},
+		{"tail with afterSeq", "tail=1&afterSeq=2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var e apiError
+			v.api("GET", "/api/audit?"+c.query, "", 400, &e)
+			if e.Code != mediator.CodeBadRequest {
+				t.Fatalf("%s: %+v", c.query, e)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@
 // textContent and attributes, never as markup.
 
 import * as audit from './audit.js';
+import { wireAudit } from './auditpage.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -164,7 +165,7 @@ function render() {
     cell(tr, d.permission);
     cell(tr, d.code, 'code');
     cell(tr, target(d), 'target');
-    cell(tr, (d.context && d.context.reason) || '');
+    cell(tr, (d.context && d.context.reason) || '', 'reason');
     body.append(tr);
     fresh.add(d.id);
   }
@@ -377,9 +378,13 @@ function showRecord(rec, d) {
     return tr;
   }));
   const held = grants.some((g) => g.permission === d.permission);
-  $('agent-message').textContent = held
-    ? `The highlighted grant of ${d.permission} is the one this denial was checked against.`
-    : `The agent holds no grant of ${d.permission}.`;
+  // A denial that named no permission (a link or a protocol refusal)
+  // has no grant to point at.
+  $('agent-message').textContent = !d.permission
+    ? 'This denial named no permission: no grant of the agent was checked.'
+    : held
+      ? `The highlighted grant of ${d.permission} is the one this denial was checked against.`
+      : `The agent holds no grant of ${d.permission}.`;
 }
 
 // revoke asks for a second click instead of a dialog, then revokes.
@@ -491,6 +496,7 @@ function init() {
   const checkAudit = () => audit.show(token, $('audit-status'), $('audit-restart'));
   $('audit-restart').addEventListener('click', () => { audit.forget(); checkAudit(); });
   checkAudit();
+  wireAudit(token);
 }
 
 init();

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,7 +69,13 @@ func TestMCPCallIsAskedInTheExtension(t *testing.T) {
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs.write_file", Arguments: args})
 			done <- result{res, err}
 		}()
-		answerPrompt(t, answer)
+		tg := nextPrompt(t)
+		// The window says which tool of which server, in its sentence.
+		if q := waitInPrompt(t, tg, `document.getElementById('question') && document.getElementById('question').textContent.includes('write_file')`,
+			`document.getElementById('question').textContent`); !strings.Contains(q, "wants to call the tool write_file of your MCP server fs") {
+			t.Errorf("the prompt's sentence: %q", q)
+		}
+		clickPrompt(t, tg, answer)
 		select {
 		case r := <-done:
 			if r.err != nil {

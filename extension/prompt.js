@@ -96,6 +96,12 @@ function describe(target) {
   if (t.path) parts.push(`workspace file ${t.path}`);
   if (Array.isArray(t.paths) && t.paths.length) parts.push(`files ${t.paths.join(', ')}`);
   if (t.textLength) parts.push(`${t.textLength} ${t.textLength === 1 ? 'byte' : 'bytes'} of text`);
+  if (t.tool) {
+    // An MCP tool: its server's name for it, what the server says it
+    // does, and the hashes an answer is bound to (docs/mcp.md).
+    parts.push(`tool ${t.tool.server}.${t.tool.tool} (definition ${String(t.tool.definition || '').slice(0, 12)}, arguments sha256 ${String(t.tool.argsSha256 || '').slice(0, 12)})`);
+    if (t.tool.description) parts.push(`its server says: ${t.tool.description}`);
+  }
   return parts.join('; ') || '(none)';
 }
 
@@ -188,6 +194,7 @@ function action(d) {
     return [/write|create|delete|remove/.test(op) ? 'change ' : 'read ', ...files, ' in its workspace'];
   }
   if (op.startsWith('memory')) return ['use its notes'];
+  if (op === 'mcp.call' && t.tool) return ['call the tool ', { agent: t.tool.tool }, ' of your MCP server ', { agent: t.tool.server }];
   return ['use ', { agent: op || '?' }];
 }
 
@@ -229,6 +236,13 @@ if (Array.isArray(details.tasks)) {
   agentText($('agent-id'), details.agentId || '?');
   agentText($('operation'), details.operation || '?');
   $('reason').textContent = details.reason ? escapeHidden(`It ${String(details.reason).replace(/^it /, '')}.`) : '';
+  const changed = details.target && details.target.tool && details.target.tool.changed;
+  if (changed) {
+    // The tool is not what it was when it was listed before: what
+    // changed comes before any answer (already escaped by the host, and
+    // again here).
+    $('reason').textContent += escapeHidden(` It changed since it was listed before: ${String(changed)}.`);
+  }
   $('class').textContent = String(details.class || '');
   $('permission').textContent = String(details.permission || '');
   agentText($('target'), describe(details.target));

@@ -161,6 +161,13 @@ func TestViewerShowsFiltersAndTailsDenials(t *testing.T) {
 	waitFor(t, view, `document.querySelectorAll('#denials tbody tr[data-id][data-agent]').length === 3`)
 	waitFor(t, view, `document.getElementById('live-status').textContent.trim() === 'live'`)
 	waitFor(t, view, `document.getElementById('chart')`)
+	// The chart says what its axes are and how many denials it draws.
+	if labels := eval[string](t, view, `[...document.querySelectorAll('#chart text')].map(t => t.textContent).join(' | ')`); !strings.Contains(labels, "denials per") || !strings.Contains(labels, "time") {
+		t.Errorf("the chart's labels: %q", labels)
+	}
+	if aria := eval[string](t, view, `document.getElementById('chart').getAttribute('aria-label')`); !strings.HasPrefix(aria, "3 denials by 2 agents") {
+		t.Errorf("the chart's label for a screen reader: %q", aria)
+	}
 
 	// Filter by agent, as a person types it.
 	eval[bool](t, view, `(() => { const f = document.getElementById('filter-agent'); f.value = 'viewer-seed';

@@ -235,11 +235,18 @@ function drawChart(rows) {
     label.textContent = timeFormat.format(new Date(t));
     parts.push(label);
   }
-  const peakLabel = document.createElementNS(svgNS, 'text');
-  peakLabel.setAttribute('x', '2');
-  peakLabel.setAttribute('y', '12');
-  peakLabel.textContent = `${peak} per ${Math.max(1, Math.round(span / buckets / 1000))} s`;
-  parts.push(peakLabel);
+  // The axes in words: the vertical one counts denials in a bar's time,
+  // the horizontal one is time, from the oldest loaded denial to the newest.
+  const secs = Math.max(1, Math.round(span / buckets / 1000));
+  for (const [x, y, anchor, text] of [[2, 12, 'start', `denials per ${secs} s (highest bar: ${peak})`], [W / 2, H - 4, 'middle', 'time →']]) {
+    const label = document.createElementNS(svgNS, 'text');
+    label.setAttribute('x', String(x));
+    label.setAttribute('y', String(y));
+    label.setAttribute('text-anchor', anchor);
+    label.textContent = text;
+    parts.push(label);
+  }
+  svg.setAttribute('aria-label', `${rows.length} denials by ${agents.length} agents, ${timeFormat.format(new Date(t0))} to ${timeFormat.format(new Date(t1))}, in bars of ${secs} s`);
   svg.replaceChildren(...parts);
   const items = shown.map((a) => [a, colour(a), counts.get(a)]);
   if (agents.length > shown.length) {

@@ -158,13 +158,18 @@ func TestScreensAsAPersonSeesThem(t *testing.T) {
 	single := map[string]any{"id": "h:demo:1", "agentId": "e2e-screens", "operation": "page.write.setElementText", "permission": "page.write",
 		"class": "REQUIRES_CONFIRMATION", "reason": "it changes what the page shows", "permissionSet": "mcp-standard", "timeoutMs": 60000,
 		"target":     map[string]any{"selector": "h1", "origin": "http://127.0.0.1:8931", "textLength": 13},
-		"rememberAs": "http://127.0.0.1:8931",
+		"rememberAs": "http://127.0.0.1:8931", "preview": "Hello, \u202eworld",
 		"offers":     []string{"allow-once", "allow-session", "allow-24h", "always-allow", "allow-and-log", "deny", "always-block"}}
 	t.Run("prompt", func(t *testing.T) {
 		p := page(t, promptURL(single, "Page reader"))
 		waitFor(t, p, promptShown)
 		if q := eval[string](t, p, `document.getElementById('question').textContent`); q != "Page reader wants to change the heading of http://127.0.0.1:8931" {
 			t.Errorf("the prompt's sentence: %q", q)
+		}
+		// What the write carries, its start, escaped: the bidi override
+		// is shown, not obeyed.
+		if pv := eval[string](t, p, `document.getElementById('preview-line').hidden ? '' : document.getElementById('preview').textContent`); !strings.HasPrefix(pv, "Hello, ") || strings.Contains(pv, "\u202e") {
+			t.Errorf("the prompt's preview: %q", pv)
 		}
 		if n := eval[int](t, p, `[...document.querySelectorAll('.answers button')].filter(b => !b.hidden).length`); n != 3 {
 			t.Errorf("%d answers show at first; want Allow once, Deny, More…", n)

@@ -236,6 +236,12 @@ if (Array.isArray(details.tasks)) {
   agentText($('agent-id'), details.agentId || '?');
   agentText($('operation'), details.operation || '?');
   $('reason').textContent = details.reason ? escapeHidden(`It ${String(details.reason).replace(/^it /, '')}.`) : '';
+  if (details.preview) {
+    // The start of what the agent will write, as it chose it: shown
+    // escaped and isolated like all its text.
+    $('preview-line').hidden = false;
+    agentText($('preview'), String(details.preview));
+  }
   const changed = details.target && details.target.tool && details.target.tool.changed;
   if (changed) {
     // The tool is not what it was when it was listed before: what

@@ -30,6 +30,11 @@ type Operation struct {
 	// Content is what an aggregated call carries (a log line): hashed
 	// into the run's aggregate record, never written anywhere.
 	Content string `json:"-"`
+	// Preview is the start of what a write carries (a page write's text,
+	// a notification, text for the clipboard), for a prompt to show the
+	// person what they allow: the agent's own text, never the person's.
+	// Never recorded; PreviewOf makes it.
+	Preview string `json:"-"`
 	// Hop is, for a fetch, the redirect this request follows (1 for the
 	// first); 0 for the request as the agent made it. Each hop is decided
 	// and recorded on its own.
@@ -91,4 +96,17 @@ const (
 // error is nil.
 type Authorizer interface {
 	Authorize(ctx context.Context, op Operation) (done func(result error), err error)
+}
+
+// MaxPreviewBytes bounds Operation.Preview.
+const MaxPreviewBytes = 200
+
+// PreviewOf is the preview of text a prompt shows: its first
+// MaxPreviewBytes, cut on a rune, with "…" when there is more. Shown
+// escaped, as every text an agent chose.
+func PreviewOf(text string) string {
+	if len(text) <= MaxPreviewBytes {
+		return text
+	}
+	return Truncate(text, MaxPreviewBytes) + "…"
 }

@@ -125,7 +125,8 @@ func (ru *run) setElementText(mod api.Module, stack []uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := mediator.Operation{Name: mediator.OpPageSetElementText, Selector: string(sel), TextLength: len(text), Origin: ru.spec.PageOrigin}
+	op := mediator.Operation{Name: mediator.OpPageSetElementText, Selector: string(sel), TextLength: len(text), Origin: ru.spec.PageOrigin,
+		Preview: mediator.PreviewOf(string(text))}
 	return ru.browser(op, map[string]any{"selector": string(sel), "text": string(text)})
 }
 
@@ -138,7 +139,8 @@ func (ru *run) clipboardWrite(mod api.Module, stack []uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ru.browser(mediator.Operation{Name: mediator.OpClipboardWrite, TextLength: len(text)}, map[string]any{"text": string(text)})
+	return ru.browser(mediator.Operation{Name: mediator.OpClipboardWrite, TextLength: len(text), Preview: mediator.PreviewOf(string(text))},
+		map[string]any{"text": string(text)})
 }
 
 func (ru *run) notify(mod api.Module, stack []uint64) ([]byte, error) {
@@ -150,7 +152,7 @@ func (ru *run) notify(mod api.Module, stack []uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := mediator.Operation{Name: mediator.OpNotificationsShow, TextLength: len(title) + len(msg)}
+	op := mediator.Operation{Name: mediator.OpNotificationsShow, TextLength: len(title) + len(msg), Preview: mediator.PreviewOf(string(title) + ": " + string(msg))}
 	return ru.browser(op, map[string]any{"title": string(title), "message": string(msg)})
 }
 

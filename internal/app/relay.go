@@ -33,6 +33,7 @@ type relayedRequest struct {
 	SessionID   string                 `json:"sessionId,omitempty"`
 	Description string                 `json:"description,omitempty"`
 	Changed     string                 `json:"changed,omitempty"`
+	Preview     string                 `json:"preview,omitempty"`
 }
 
 // RelayPrompter asks through whichever process can ask the person.
@@ -48,7 +49,7 @@ func (a *App) RelayPrompter() *RelayPrompter { return &RelayPrompter{a: a} }
 
 // Prompt implements mediator.Prompter.
 func (r *RelayPrompter) Prompt(ctx context.Context, req mediator.PromptRequest) (mediator.Answer, error) {
-	rr := relayedRequest{Request: req, SessionID: req.Op.SessionID}
+	rr := relayedRequest{Request: req, SessionID: req.Op.SessionID, Preview: req.Op.Preview}
 	if req.Op.Tool != nil {
 		rr.Description, rr.Changed = req.Op.Tool.Description, req.Op.Tool.Changed
 	}
@@ -136,7 +137,7 @@ func (a *App) askRelayed(ctx context.Context, claimer string, p mediator.Prompte
 		return
 	}
 	req := rr.Request
-	req.Op.SessionID = rr.SessionID
+	req.Op.SessionID, req.Op.Preview = rr.SessionID, rr.Preview
 	if req.Op.Tool != nil {
 		req.Op.Tool.Description, req.Op.Tool.Changed = rr.Description, rr.Changed
 	}

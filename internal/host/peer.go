@@ -405,6 +405,9 @@ func (p prompter) Prompt(ctx context.Context, req mediator.PromptRequest) (media
 		"target":     targetOf(op),
 		"rememberAs": req.Target, "permissionSet": req.PermissionSet,
 		"reason": req.Reason, "timeoutMs": req.Timeout.Milliseconds(), "offers": req.Offers,
+		// What a write carries, its start: the person sees what they
+		// allow, and the shown digest binds the answer to it.
+		"preview": op.Preview,
 	})
 	if err != nil {
 		return "", err

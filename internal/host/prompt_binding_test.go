@@ -1,11 +1,13 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -200,4 +202,41 @@ func mustShown(t *testing.T, msg json.RawMessage) string {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestPromptShowsWhatAWriteCarries: a prompt about a page write carries
+// the start of the text the agent will write, so the person sees what
+// they allow, and the decision's record does not: it holds the length.
+func TestPromptShowsWhatAWriteCarries(t *testing.T) {
+	h := newHarness(t, true)
+	script := &promptScript{answers: []string{"deny"}}
+	h.client.SetHostHandler(script.handle)
+	prof := pyProfile("py-writer", []string{"page.write"})
+	prof["capabilities"].(map[string]any)["domAccess"] = "full"
+	h.mustOK("install-agent", map[string]any{"profile": prof, "module": pySource}, nil)
+	var run struct{ RunID string }
+	h.mustOK("python-run", map[string]any{"agentId": "py-writer", "origin": "http://page.test"}, &run)
+	text := "Transfer approved \u202e" + strings.Repeat("x", 300)
+	r := h.call("agent-call", map[string]any{"runId": run.RunID, "agentId": "py-writer", "operation": "setElementText",
+		"params": map[string]any{"selector": "h1", "text": text}})
+	h.wantCode(r, mediator.CodeUserDenied)
+	script.mu.Lock()
+	shown := script.shown
+	script.mu.Unlock()
+	if len(shown) != 1 {
+		t.Fatalf("%d prompts", len(shown))
+	}
+	if p, _ := shown[0]["preview"].(string); p != mediator.PreviewOf(text) || !strings.HasPrefix(p, "Transfer approved") || !strings.HasSuffix(p, "…") {
+		t.Fatalf("the prompt's preview %q", p)
+	}
+	page, err := h.st.ListAudit(context.Background(), 0, 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range page.Records {
+		if b, _ := json.Marshal(rec); strings.Contains(string(b), "Transfer approved") {
+			t.Fatalf("the trail holds the text: %s", b)
+		}
+	}
+	h.call("python-run-end", map[string]any{"runId": run.RunID, "agentId": "py-writer", "status": "ok"})
 }

@@ -345,15 +345,15 @@ func handleAgentCall(ctx context.Context, s *server, req *request) (any, error) 
 		op.Origin = run.origin
 		browserParams = map[string]any{}
 	case mediator.OpPageSetElementText:
-		op.Selector, op.TextLength, op.Origin = a.Selector, len(a.Text), run.origin
+		op.Selector, op.TextLength, op.Origin, op.Preview = a.Selector, len(a.Text), run.origin, mediator.PreviewOf(a.Text)
 		browserParams = map[string]any{"selector": a.Selector, "text": a.Text}
 	case mediator.OpClipboardRead:
 		browserParams = map[string]any{}
 	case mediator.OpClipboardWrite:
-		op.TextLength = len(a.Text)
+		op.TextLength, op.Preview = len(a.Text), mediator.PreviewOf(a.Text)
 		browserParams = map[string]any{"text": a.Text}
 	case mediator.OpNotificationsShow:
-		op.TextLength = len(a.Title) + len(a.Message)
+		op.TextLength, op.Preview = len(a.Title)+len(a.Message), mediator.PreviewOf(a.Title+": "+a.Message)
 		browserParams = map[string]any{"title": a.Title, "message": a.Message}
 	case mediator.OpMemoryWrite:
 		op.TextLength = len(a.Text)

@@ -159,7 +159,7 @@ func TestScreensAsAPersonSeesThem(t *testing.T) {
 		"class": "REQUIRES_CONFIRMATION", "reason": "it changes what the page shows", "permissionSet": "mcp-standard", "timeoutMs": 60000,
 		"target":     map[string]any{"selector": "h1", "origin": "http://127.0.0.1:8931", "textLength": 13},
 		"rememberAs": "http://127.0.0.1:8931", "preview": "Hello, \u202eworld",
-		"offers":     []string{"allow-once", "allow-session", "allow-24h", "always-allow", "allow-and-log", "deny", "always-block"}}
+		"offers": []string{"allow-once", "allow-session", "allow-24h", "always-allow", "allow-and-log", "deny", "always-block"}}
 	t.Run("prompt", func(t *testing.T) {
 		p := page(t, promptURL(single, "Page reader"))
 		waitFor(t, p, promptShown)

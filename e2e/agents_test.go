@@ -191,16 +191,6 @@ func TestExtensionPagesHaveNoConsoleErrors(t *testing.T) {
 	page(t, extURL("prompt.html?id=none#%7B%22agentId%22%3A%22demo%22%7D"))
 }
 
-// matches reports whether got holds every entry of want.
-func matches(got, want map[string]string) bool {
-	for k, v := range want {
-		if got[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // injectMediator injects the page mediator into the tab as a run's binding
 // does, and returns the document id and origin it reports.
 func injectMediator(t testing.TB, ext context.Context, tabID int) (documentID, origin string) {

@@ -15,6 +15,13 @@ import (
 
 type workflowParams struct {
 	Workflow json.RawMessage `json:"workflow"`
+	// Script is an agent's script instead (docs/scripts.md), converted
+	// before anything runs; ScriptName its file name (its extension says
+	// TypeScript or JavaScript) and ScriptAgent the agent its tool calls
+	// are made for.
+	Script      string `json:"script"`
+	ScriptName  string `json:"scriptName"`
+	ScriptAgent string `json:"scriptAgent"`
 	// SessionID and SessionLevel are a run's (runParams): the session the
 	// workflow's tasks work in, "" for a fresh one.
 	SessionID    string `json:"sessionId"`
@@ -52,7 +59,7 @@ func handleRunWorkflow(ctx context.Context, s *server, req *request) (any, error
 	if _, err := mediator.ParseLevel(p.SessionLevel); err != nil {
 		return nil, err
 	}
-	spec, err := workflow.Parse(p.Workflow)
+	spec, err := flows.Source(p.Workflow, p.Script, p.ScriptName, p.ScriptAgent)
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func (s *Server) runWorkflow(ctx context.Context, c *client, msg wsMessage) {
 		fail(mediator.Errorf(mediator.CodeInternal, "this viewer cannot run workflows"))
 		return
 	}
-	spec, err := workflow.Parse(msg.Workflow)
+	spec, err := flows.Source(msg.Workflow, msg.Script, msg.ScriptName, msg.ScriptAgent)
 	if err != nil {
 		fail(err)
 		return

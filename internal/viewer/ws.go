@@ -189,6 +189,11 @@ type wsMessage struct {
 	// Workflow is a run-workflow message's graph (docs/permissions.md,
 	// "Workflows").
 	Workflow json.RawMessage `json:"workflow,omitempty"`
+	// Script, ScriptName and ScriptAgent are an agent's script instead
+	// (flows.Source).
+	Script      string `json:"script,omitempty"`
+	ScriptName  string `json:"scriptName,omitempty"`
+	ScriptAgent string `json:"scriptAgent,omitempty"`
 }
 
 // published takes the session API's published names into the camelCase

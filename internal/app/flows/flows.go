@@ -15,6 +15,7 @@ import (
 	"github.com/agentgate/nmhost/netproxy/agentfetch"
 	"github.com/agentgate/nmhost/wasmhost"
 	"github.com/agentgate/nmhost/workflow"
+	"github.com/agentgate/nmhost/workflow/script"
 	"github.com/agentgate/nmhost/workspace"
 )
 
@@ -208,4 +209,29 @@ func (c calls) Do(ctx context.Context, t workflow.CallTask, auth mediator.Author
 		v = map[string]any{}
 	}
 	return v, nil
+}
+
+// Source is the workflow a request names: its graph (JSON, parsed
+// exactly), or an agent's script, in JavaScript or TypeScript (the
+// extension's "script.ts"), converted before anything runs, its tool
+// calls made for agent. Exactly one of the two. Every door that runs a
+// workflow reads it here, so a script is refused the same way wherever
+// it arrives.
+func Source(graph json.RawMessage, src, name, agent string) (workflow.Spec, error) {
+	switch {
+	case len(graph) > 0 && src != "":
+		return workflow.Spec{}, mediator.Errorf(mediator.CodeBadRequest, "a request carries a workflow or a script, not both")
+	case src == "":
+		return workflow.Parse(graph)
+	}
+	if agent == "" {
+		agent = "script"
+	}
+	if mediator.ValidAgentID(agent) != nil {
+		return workflow.Spec{}, mediator.Errorf(mediator.CodeBadRequest, "the script's agent %q is not an agent id", mediator.Truncate(agent, 64))
+	}
+	if name == "" {
+		name = "script.ts"
+	}
+	return script.Convert(name, []byte(src), script.Options{ID: "script", AgentID: agent})
 }

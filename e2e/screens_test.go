@@ -280,4 +280,12 @@ func TestWorkflowFromTheOptionsPage(t *testing.T) {
 	if web.hits.Load() != 1 {
 		t.Fatalf("the server got %d requests; want the one allowed POST", web.hits.Load())
 	}
+	// An agent's script where the graph goes: converted by the host, its
+	// pure steps run with no question.
+	eval[bool](t, opts, `(document.getElementById('wf-json').value = "const xs: number[] = [1, 2, 3];\nconst total = xs.reduce((s, x) => s + x, 0);\n", delete document.getElementById('wf-output').dataset.status, true)`)
+	click(t, opts, "wf-run")
+	waitFor(t, opts, `document.getElementById('wf-output').dataset.status`)
+	if out := eval[string](t, opts, `document.getElementById('wf-output').textContent`); !strings.Contains(out, "total (layer") || !strings.Contains(out, "ended: ok (0 prompts)") {
+		t.Errorf("a script from the options page: %q", out)
+	}
 }

@@ -268,18 +268,26 @@ $('wf-json').value = JSON.stringify(WF_EXAMPLE, null, 2);
 $('wf-run').addEventListener('click', async () => {
   const out = $('wf-output');
   delete out.dataset.status;
-  let workflow;
-  try {
-    workflow = JSON.parse($('wf-json').value);
-  } catch (e) {
-    out.textContent = `This is not JSON: ${e.message}`;
-    out.dataset.status = 'bad_request';
-    return;
+  // A graph is JSON (it starts with "{"); anything else is an agent's
+  // script, TypeScript or JavaScript, which the host converts to its
+  // workflow before anything runs (docs/scripts.md).
+  const text = $('wf-json').value;
+  let source;
+  if (text.trimStart().startsWith('{')) {
+    try {
+      source = { workflow: JSON.parse(text) };
+    } catch (e) {
+      out.textContent = `This is not JSON: ${e.message}`;
+      out.dataset.status = 'bad_request';
+      return;
+    }
+  } else {
+    source = { script: text, scriptName: 'script.ts' };
   }
   out.textContent = 'Waiting for your answer to its plan…\n';
   $('wf-run').disabled = true;
   const sessionId = (await currentSession()) || (await startSession());
-  const r = await host('run-workflow', { workflow, sessionId }, (ev) => {
+  const r = await host('run-workflow', { ...source, sessionId }, (ev) => {
     if (ev.event === 'task-result') out.textContent += `${ev.data.task} (layer ${ev.data.layer}): ${ev.data.status}\n`;
   });
   $('wf-run').disabled = false;

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // A call of a tool of an MCP server is one more operation: decided by the
@@ -118,19 +119,25 @@ func ValidToolName(s string, maxLen int) bool {
 }
 
 // The checker's name patterns: what a tool's name says it does, read by
-// words ("delete_file", "listItems", "get-user").
+// words ("delete_file", "listItems", "get-user"). Compiled on first use:
+// host mode starts with no tool call to decide, and its start is kept
+// small (cmd/nmhost TestHostModeInitStaysSmall).
 var (
-	confirmWords = regexp.MustCompile(`(?i)(^|[^a-z])(delete|del|remove|rm|destroy|drop|kill|trash|purge|erase|wipe|reset|format|uninstall|revoke|truncate|quit|shutdown|terminate|overwrite)([^a-z]|$)|^(delete|remove|destroy|drop|kill|trash|purge|erase|wipe|reset|uninstall|revoke|truncate|quit|terminate|overwrite)[A-Z]`)
-	safeWords    = regexp.MustCompile(`(?i)^(get|list|read|search|find|count|query|show|describe|view|stat|lookup|fetch|info|head|tail|directory_tree|open_nodes)([^a-z]|$)|^(get|list|read|search|find|count|query|show|describe|view|lookup|fetch)[A-Z]`)
+	confirmWords = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(^|[^a-z])(delete|del|remove|rm|destroy|drop|kill|trash|purge|erase|wipe|reset|format|uninstall|revoke|truncate|quit|shutdown|terminate|overwrite)([^a-z]|$)|^(delete|remove|destroy|drop|kill|trash|purge|erase|wipe|reset|uninstall|revoke|truncate|quit|terminate|overwrite)[A-Z]`)
+	})
+	safeWords = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^(get|list|read|search|find|count|query|show|describe|view|stat|lookup|fetch|info|head|tail|directory_tree|open_nodes)([^a-z]|$)|^(get|list|read|search|find|count|query|show|describe|view|lookup|fetch)[A-Z]`)
+	})
 )
 
 // classByName is the checker's reading of a tool's name: destructive
 // words always confirm, reading words are safe, anything else asks.
 func classByName(tool string) (SafetyClass, string) {
 	switch {
-	case confirmWords.MatchString(tool):
+	case confirmWords().MatchString(tool):
 		return AlwaysConfirm, "its name says it deletes or destroys something"
-	case safeWords.MatchString(tool):
+	case safeWords().MatchString(tool):
 		return AlwaysSafe, "its name says it only reads"
 	}
 	return RequiresConfirmation, "its name does not say it only reads"

@@ -298,7 +298,10 @@ func tokenProxy(t *testing.T, endpoint, token string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var self string
+	// The proxy's own address is known before it serves: a request's
+	// Rewrite reads it.
+	srv := httptest.NewUnstartedServer(nil)
+	self := srv.Listener.Addr().String()
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -313,9 +316,9 @@ func tokenProxy(t *testing.T, endpoint, token string) string {
 		},
 		FlushInterval: -1,
 	}
-	srv := httptest.NewServer(rp)
+	srv.Config.Handler = rp
+	srv.Start()
 	t.Cleanup(srv.Close)
-	self = srv.Listener.Addr().String()
 	return srv.URL
 }
 

@@ -50,7 +50,14 @@ func (a *App) EnsureGatewayAgent(ctx context.Context, agent string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := a.st.Agent(ctx, agent); err == nil {
+	if rec, err := a.st.Agent(ctx, agent); err == nil {
+		if rec.ModuleSHA256 != "" {
+			// An agent with code of its own (installed from the extension
+			// or `nmhost run`): the gateway's clients would inherit its
+			// grants and the answers given to it.
+			return mediator.Errorf(mediator.CodeBadRequest,
+				"an agent with code is installed as %q; the gateway's clients act as an agent of their own: start it with --agent ID", agent)
+		}
 		return nil
 	}
 	prof := mediator.Profile{AgentID: agent, Name: "MCP clients of nmhost mcp",

@@ -94,3 +94,23 @@ func TestGatewayCodesReachTheDenialLog(t *testing.T) {
 		})
 	}
 }
+
+// TestTheGatewayDoesNotAdoptAnAgentWithCode: the gateway's clients never
+// act as an agent that has code of its own (its grants and answers are
+// that agent's).
+func TestTheGatewayDoesNotAdoptAnAgentWithCode(t *testing.T) {
+	g := newGateway(t, setup{servers: map[string]mcpgw.Server{}})
+	prof := mediator.Profile{AgentID: "borrowed", Permissions: mediator.Permissions{Required: []mediator.Permission{mediator.PermConsoleLog}}}
+	if err := prof.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.core.Install(t.Context(), prof, []byte("\x00asm\x01\x00\x00\x00")); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.core.EnsureGatewayAgent(t.Context(), "borrowed"); mediator.CodeOf(err) != mediator.CodeBadRequest {
+		t.Fatalf("the gateway adopted an agent with code: %v", err)
+	}
+	if err := g.core.EnsureGatewayAgent(t.Context(), app.GatewayAgent); err != nil {
+		t.Fatalf("its own agent, installed already: %v", err)
+	}
+}

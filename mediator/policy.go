@@ -215,12 +215,8 @@ func (p *Policy) decide(ctx context.Context, op Operation, audit *AuditRequest) 
 		return denied(AlwaysConfirm, CodeUnknownPermission, "class:"+string(AlwaysConfirm),
 			fmt.Sprintf("operation %q is not known", Truncate(op.Name, 64)))
 	}
-	if op.Name == OpToolCall && toolTarget(op) == "" {
-		return denied(rule.Class, CodeBadRequest, "class:"+string(rule.Class),
-			"an MCP tool call names its server and tool (letters, digits, '_', '-', '.') and its definition's sha256")
-	}
-	if op.Tool != nil && op.Name != OpToolCall {
-		return denied(rule.Class, CodeBadRequest, "class:"+string(rule.Class), fmt.Sprintf("%s is not an MCP tool call", Truncate(op.Name, 64)))
+	if d, ok := toolDenial(op, rule); !ok {
+		return d
 	}
 	if d, ok := p.adminDenial(op, rule); !ok {
 		return d

@@ -188,13 +188,32 @@ func ClassifyTool(t ToolCall) (SafetyClass, string) {
 	return class, why
 }
 
+// namesATool reports whether t names a server, a tool and a definition
+// exactly: the only tool call decided on its merits.
+func namesATool(t *ToolCall) bool {
+	return t != nil && ValidToolName(t.Server, MaxToolServerLen) && ValidToolName(t.Tool, MaxToolNameLen) && len(t.Definition) == 64
+}
+
+// toolDenial refuses a tool call that names no tool exactly, and a tool
+// on an operation that is not a tool call.
+func toolDenial(op Operation, rule OperationRule) (PolicyDecision, bool) {
+	switch {
+	case op.Name == OpToolCall && !namesATool(op.Tool):
+		return denied(rule.Class, CodeBadRequest, "class:"+string(rule.Class),
+			"an MCP tool call names its server and tool (letters, digits, '_', '-', '.') and its definition's sha256"), false
+	case op.Tool != nil && op.Name != OpToolCall:
+		return denied(rule.Class, CodeBadRequest, "class:"+string(rule.Class), fmt.Sprintf("%s is not an MCP tool call", Truncate(op.Name, 64))), false
+	}
+	return PolicyDecision{}, true
+}
+
 // toolRule is the classification row for a tool call: built from the
 // call itself, since no table can list every server's tools.
 func toolRule(op Operation) OperationRule {
 	r := OperationRule{Name: OpToolCall, Permission: PermMCPCall, Class: AlwaysConfirm, Target: "tool",
 		Why: "calls a tool that is not named exactly"}
 	t := op.Tool
-	if t == nil || !ValidToolName(t.Server, MaxToolServerLen) || !ValidToolName(t.Tool, MaxToolNameLen) || len(t.Definition) != 64 {
+	if !namesATool(t) {
 		return r
 	}
 	r.Class, r.Why = ClassifyTool(*t)
@@ -210,7 +229,7 @@ func toolRule(op Operation) OperationRule {
 // another tool, nor the same tool once its definition changes.
 func toolTarget(op Operation) string {
 	t := op.Tool
-	if t == nil || !ValidToolName(t.Server, MaxToolServerLen) || !ValidToolName(t.Tool, MaxToolNameLen) || len(t.Definition) != 64 {
+	if !namesATool(t) {
 		return ""
 	}
 	return t.Server + "/" + t.Tool + "@" + t.Definition
